@@ -1,0 +1,20 @@
+# agentkit — the README names `make run` and `make test`; `make bench` and `make lint` are extras.
+PORT ?= 8000
+export PORT
+
+.PHONY: run test bench lint install
+
+run:            ## venv, install, migrate, bootstrap, Redis + RQ worker + Daphne on 127.0.0.1:$(PORT)
+	@bash scripts/run.sh
+
+test:           ## ruff, import-linter, the whole test suite (browser tests in their own run)
+	@bash scripts/test.sh
+
+bench:          ## benchmarks under bench/, results in bench/results/*.json
+	@bash scripts/bench.sh
+
+lint:           ## ruff check, ruff format --check, lint-imports
+	@bash scripts/lint.sh
+
+install:        ## only create .venv and install dependencies
+	@bash -c 'source scripts/lib.sh && ensure_venv'

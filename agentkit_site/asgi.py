@@ -1,0 +1,34 @@
+"""ASGI entry point: HTTP through Django, WebSocket through Channels (origin-checked, session auth)."""
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agentkit_site.settings")
+django_asgi_app = get_asgi_application()
+
+from apps.engine.config import ConfigError  # noqa: E402
+from apps.tasks.conf import agent_config  # noqa: E402
+
+try:  # an invalid agentkit.yaml stops start-up with one readable line per bad field
+    agent_config()
+except ConfigError as exc:
+    import sys
+
+    print(f"agentkit: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+        ),
+    }
+)

@@ -1,0 +1,122 @@
+"""agentkit settings. Everything that differs between machines comes from the environment:
+DATABASE_URL, REDIS_URL, SECRET_KEY, DEBUG, ALLOWED_HOSTS, AGENTKIT_CONFIG."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentkit_site.env import database_from_url, env_bool, env_list, secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("AGENTKIT_VAR_DIR", BASE_DIR / "var"))
+
+SECRET_KEY = secret_key(BASE_DIR / ".secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+AGENTKIT_CONFIG = os.environ.get("AGENTKIT_CONFIG", str(BASE_DIR / "agentkit.yaml"))
+# Where workspaces created by `bootstrap` live (the shipped demo is copied here, never edited
+# in place, so the repository stays clean).
+AGENTKIT_WORKSPACES_DIR = Path(os.environ.get("AGENTKIT_WORKSPACES_DIR", VAR_DIR / "workspaces"))
+AGENTKIT_DEMO_SOURCE = BASE_DIR / "demo" / "workspace"
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_rq",
+    "apps.tasks",
+    "apps.tools",
+    "apps.specs",
+    "apps.evolution",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agentkit_site.urls"
+ASGI_APPLICATION = "agentkit_site.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        os.environ.get("DATABASE_URL", "sqlite:///var/db.sqlite3"), BASE_DIR
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "chat"
+LOGOUT_REDIRECT_URL = "login"
+
+# Redis: channel layer (when REDIS_URL is set) and the RQ queues `agent` and `evolution`.
+REDIS_URL = os.environ.get("REDIS_URL", "")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+_RQ_URL = REDIS_URL or "redis://127.0.0.1:6379/0"
+RQ_QUEUES = {
+    "agent": {"URL": _RQ_URL, "DEFAULT_TIMEOUT": 3600},
+    "evolution": {"URL": _RQ_URL, "DEFAULT_TIMEOUT": 600},
+}
+# Jobs are enqueued only after the transaction that created their data commits.
+RQ = {"COMMIT_MODE": "on_db_commit"}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"httpx": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+}

@@ -1,0 +1,374 @@
+"""agentkit.yaml as pydantic models.
+
+`load_config(path)` reads the file once and returns an `AgentkitConfig`; an invalid file raises
+`ConfigError` whose message has one line per bad field, naming its YAML path and what is expected.
+Every option has a default that works offline: with an empty file, the `main` model alias is the
+deterministic `scripted` provider.
+
+Framework-free: imported by the engine and by the Django side alike.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+PROVIDERS = ("openai", "anthropic", "scripted")
+MODES = ("direct_chat", "react", "plan_exec", "team_collab")
+# Tool names the shipped tool set knows. Kept here (not imported from apps.tools) so the
+# engine stays independent of tool implementations; unknown names in config are refused.
+KNOWN_TOOLS = (
+    "advance_phase",
+    "read_file",
+    "run_tests",
+    "search",
+    "shell",
+    "str_replace_editor",
+    "think",
+)
+
+
+class ConfigError(ValueError):
+    """An agentkit.yaml that cannot be used. `lines` holds one 'path: problem' per bad field."""
+
+    def __init__(self, source: str, lines: list[str]):
+        self.source = source
+        self.lines = lines
+        body = "\n".join(f"  {line}" for line in lines)
+        super().__init__(f"{source} is invalid:\n{body}")
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegInt = Annotated[int, Field(ge=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegFloat = Annotated[float, Field(ge=0)]
+
+
+# ── models ─────────────────────────────────────────────────────────────────────────────────────
+class ModelPrice(Section):
+    """USD per million tokens. Cache reads and writes are priced separately."""
+
+    input: NonNegFloat = 0.0
+    output: NonNegFloat = 0.0
+    cache_read: NonNegFloat = 0.0
+    cache_write: NonNegFloat = 0.0
+
+
+class ModelConfig(Section):
+    """One model alias. `provider` picks the wire protocol: `openai` (any OpenAI-compatible
+    endpoint: OpenAI, DeepSeek, Qwen/Bailian, OpenRouter, vLLM, Ollama, llama.cpp), `anthropic`,
+    or `scripted` (deterministic, offline; `script` names a YAML script file)."""
+
+    provider: Literal["openai", "anthropic", "scripted"]
+    model: str = "scripted-demo"
+    base_url: str | None = None
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable holding the API key."
+    )
+    script: str | None = Field(
+        default=None, description="scripted provider: path of the script (relative to the config)."
+    )
+    max_tokens: PositiveInt = 4096
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    price: ModelPrice = ModelPrice()
+    context_window: PositiveInt = 128_000
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> ModelConfig:
+        if self.provider == "openai" and not self.base_url:
+            raise ValueError(
+                "provider 'openai' needs base_url (e.g. https://api.openai.com/v1 or "
+                "http://127.0.0.1:11434/v1 for Ollama)"
+            )
+        return self
+
+
+# ── llm ────────────────────────────────────────────────────────────────────────────────────────
+class TimeoutConfig(Section):
+    connect: PositiveFloat = 10.0
+    read: PositiveFloat = 120.0
+
+
+class RetryConfig(Section):
+    """Retries on 429, 5xx and connection errors; `retry-after` is honoured up to max_backoff."""
+
+    max_attempts: PositiveInt = 3
+    initial_backoff: NonNegFloat = 0.5
+    max_backoff: NonNegFloat = 20.0
+
+
+class LLMConfig(Section):
+    main: str = "main"
+    auxiliary_model: str | None = Field(
+        default=None, description="Cheap model for summaries; None means use `main`."
+    )
+    timeout: TimeoutConfig = TimeoutConfig()
+    retries: RetryConfig = RetryConfig()
+    fallbacks: dict[str, list[str]] = Field(
+        default_factory=dict, description="alias -> aliases tried in order when it fails."
+    )
+
+
+# ── skills / experts / modes ───────────────────────────────────────────────────────────────────
+class SkillConfig(Section):
+    description: str = ""
+    system_prompt: str = ""
+    tools: list[str] | None = Field(default=None, description="None = every tool of the mode.")
+    model: str | None = Field(default=None, description="Model alias; None = llm.main.")
+    default_mode: Literal["direct_chat", "react", "plan_exec", "team_collab"] | None = None
+    verification_commands: list[str] = Field(default_factory=list)
+
+
+class ExpertConfig(Section):
+    prompt: str = ""
+    model: str | None = None
+    tools: list[str] | None = None
+
+
+class ModeVerification(Section):
+    direct_chat: bool = False
+    react: bool = False
+    plan_exec: bool = True
+    team_collab: bool = True
+
+
+class ModesConfig(Section):
+    default: Literal["direct_chat", "react", "plan_exec", "team_collab"] = "react"
+
+
+# ── the loop ───────────────────────────────────────────────────────────────────────────────────
+class LoopDetectionConfig(Section):
+    enabled: bool = True
+    repeat_threshold: PositiveInt = 3  # same action + same observation N times
+    error_threshold: PositiveInt = 3  # same action ending in an error N times
+    monologue_threshold: PositiveInt = 4  # replies without any action in a row
+    alternation_window: PositiveInt = 6  # A/B/A/B... over this many steps
+
+
+class ReactConfig(Section):
+    max_steps: PositiveInt = 30
+    max_wall_seconds: PositiveFloat = 1800.0
+    tool_output_max_chars: PositiveInt = 10_000
+    loop_detection: LoopDetectionConfig = LoopDetectionConfig()
+
+
+class PromptCacheConfig(Section):
+    enabled: bool = True
+
+
+class StreamingConfig(Section):
+    flush_interval_ms: NonNegInt = 50
+
+
+class VerificationConfig(Section):
+    modes: ModeVerification = ModeVerification()
+    max_reinjections: NonNegInt = 1
+    timeout_seconds: PositiveFloat = 600.0
+    python_commands: list[str] = Field(default_factory=lambda: ["pytest -x -q", "ruff check"])
+
+
+class ReflexionConfig(Section):
+    enabled: bool = True
+    max_reflections: NonNegInt = 1
+
+
+class PhaseBudgets(Section):
+    think: PositiveInt = 7
+    verify: PositiveInt = 2
+    reflect: PositiveInt = 1
+
+
+class PlanExecConfig(Section):
+    whitelists: dict[str, list[str]] = Field(
+        default_factory=lambda: {
+            "explore": ["read_file", "search", "shell", "think"],
+            "implement": ["read_file", "search", "shell", "str_replace_editor", "think"],
+            "verify": ["read_file", "run_tests", "search", "shell", "think"],
+        }
+    )
+    auto_advance_after_steps: PositiveInt = 12
+    phase_budgets: PhaseBudgets = PhaseBudgets()
+
+
+class SpecReviewConfig(Section):
+    enabled: bool = True
+    timeout_seconds: PositiveFloat = 1800.0
+
+
+class FallbackChainConfig(Section):
+    recovery_enabled: bool = True
+    recovery_max_retries: NonNegInt = 1
+    emergency_enabled: bool = True
+
+
+class RollbackConfig(Section):
+    enabled: bool = False
+    default_command: str | None = None
+    timeout_seconds: PositiveFloat = 120.0
+
+
+class SandboxConfig(Section):
+    """`auto`: best available backend, refuse to run when none works; `required`: the same, and
+    start-up checks fail without one; `off`: run unconfined (must be chosen explicitly)."""
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    network: bool = False
+    timeout_seconds: PositiveFloat = 120.0
+    env_passthrough: list[str] = Field(default_factory=lambda: ["LANG", "LC_ALL", "TZ"])
+
+
+class EvolutionConfig(Section):
+    enabled: bool = True
+    success_sample_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
+    observe_only: bool = False
+    min_examples: PositiveInt = 3
+    pitfall_confidence_threshold: Annotated[float, Field(ge=0, le=1)] = 0.7
+
+
+class PitfallsConfig(Section):
+    top_k: NonNegInt = 3
+    min_severity: Literal["low", "medium", "high"] = "high"
+
+
+class ExecutorConfig(Section):
+    kind: Literal["inline", "rq"] = "inline"
+    queue: str = "agent"
+
+
+def _default_models() -> dict[str, ModelConfig]:
+    return {"main": ModelConfig(provider="scripted", model="scripted-demo")}
+
+
+class AgentkitConfig(Section):
+    models: dict[str, ModelConfig] = Field(default_factory=_default_models)
+    llm: LLMConfig = LLMConfig()
+    skills: dict[str, SkillConfig] = Field(default_factory=dict)
+    experts: dict[str, ExpertConfig] = Field(default_factory=dict)
+    modes: ModesConfig = ModesConfig()
+    react: ReactConfig = ReactConfig()
+    prompt_cache: PromptCacheConfig = PromptCacheConfig()
+    streaming: StreamingConfig = StreamingConfig()
+    verification: VerificationConfig = VerificationConfig()
+    reflexion: ReflexionConfig = ReflexionConfig()
+    plan_exec: PlanExecConfig = PlanExecConfig()
+    spec_review: SpecReviewConfig = SpecReviewConfig()
+    fallback_chain: FallbackChainConfig = FallbackChainConfig()
+    rollback: RollbackConfig = RollbackConfig()
+    sandbox: SandboxConfig = SandboxConfig()
+    evolution: EvolutionConfig = EvolutionConfig()
+    pitfalls: PitfallsConfig = PitfallsConfig()
+    executor: ExecutorConfig = ExecutorConfig()
+
+    # Where the file was read from; relative paths inside it (scripts) resolve against this.
+    base_dir: Path = Field(default=Path("."), exclude=True)
+
+    def reference_errors(self) -> list[str]:
+        """Cross-references a field validator cannot see: aliases and tool names."""
+        problems: list[str] = []
+        known = sorted(self.models)
+
+        def check_alias(path: str, alias: str | None) -> None:
+            if alias is not None and alias not in self.models:
+                problems.append(
+                    f"{path}: unknown model alias {alias!r} (known: {', '.join(known)})"
+                )
+
+        def check_tools(path: str, tools: list[str] | None) -> None:
+            for index, tool in enumerate(tools or []):
+                if tool not in KNOWN_TOOLS:
+                    problems.append(
+                        f"{path}.{index}: unknown tool {tool!r} (known: {', '.join(KNOWN_TOOLS)})"
+                    )
+
+        check_alias("llm.main", self.llm.main)
+        check_alias("llm.auxiliary_model", self.llm.auxiliary_model)
+        for alias, chain in sorted(self.llm.fallbacks.items()):
+            check_alias(f"llm.fallbacks.{alias}", alias)
+            for index, fallback in enumerate(chain):
+                check_alias(f"llm.fallbacks.{alias}.{index}", fallback)
+        for name, skill in sorted(self.skills.items()):
+            check_alias(f"skills.{name}.model", skill.model)
+            check_tools(f"skills.{name}.tools", skill.tools)
+        for name, expert in sorted(self.experts.items()):
+            check_alias(f"experts.{name}.model", expert.model)
+            check_tools(f"experts.{name}.tools", expert.tools)
+        for phase, tools in sorted(self.plan_exec.whitelists.items()):
+            check_tools(f"plan_exec.whitelists.{phase}", tools)
+        for alias, model in sorted(self.models.items()):
+            script_missing = model.script and not self.resolve_path(model.script).is_file()
+            if model.provider == "scripted" and script_missing:
+                problems.append(
+                    f"models.{alias}.script: file {model.script!r} not found "
+                    f"(relative paths resolve against {self.base_dir})"
+                )
+        return problems
+
+    def resolve_path(self, value: str) -> Path:
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (self.base_dir / path)
+
+    def verification_enabled(self, mode: str) -> bool:
+        return bool(getattr(self.verification.modes, mode))
+
+    def model_for(self, alias: str | None = None) -> ModelConfig:
+        return self.models[alias or self.llm.main]
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(part) for part in error["loc"] if part not in {"function-after"})
+    kind = error["type"]
+    message = error["msg"]
+    if kind == "extra_forbidden":
+        message = "unknown option (check the spelling; see agentkit.yaml comments for the list)"
+    elif kind == "literal_error":
+        expected = error.get("ctx", {}).get("expected", "")
+        message = f"got {error.get('input')!r}, expected one of {expected}"
+    elif kind.endswith("_type") or kind.endswith("_parsing"):
+        message = f"{message}, got {type(error.get('input')).__name__} {error.get('input')!r}"
+    elif message.startswith("Value error, "):
+        message = message.removeprefix("Value error, ")
+    return f"{loc or '(top level)'}: {message}"
+
+
+def parse_config(data: Any, *, source: str = "agentkit.yaml", base_dir: Path | None = None):
+    """Validate already-parsed YAML data. Raises ConfigError listing every problem."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(source, [f"(top level): expected a mapping, got {type(data).__name__}"])
+    try:
+        config = AgentkitConfig.model_validate({**data, "base_dir": base_dir or Path(".")})
+    except ValidationError as exc:
+        raise ConfigError(source, [_describe(err) for err in exc.errors()]) from None
+    problems = config.reference_errors()
+    if problems:
+        raise ConfigError(source, problems)
+    return config
+
+
+def load_config(path: str | os.PathLike[str]) -> AgentkitConfig:
+    """Read and validate agentkit.yaml. Raises ConfigError with a readable, line-per-field message."""
+    file = Path(path)
+    source = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            source, ["(file): not found; set AGENTKIT_CONFIG or copy the shipped agentkit.yaml"]
+        ) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(source, [f"(syntax): {problem} at {where}"]) from None
+    return parse_config(data, source=source, base_dir=file.resolve().parent)

@@ -1,0 +1,102 @@
+"""Provider-neutral LLM types. Providers translate to and from these; the engine sees only these.
+
+Plain dataclasses (not pydantic): they are built on every streamed chunk and every loop step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    # The argument text as the model sent it; kept when it is not valid JSON so the engine can
+    # tell the model exactly what was wrong instead of guessing.
+    raw_arguments: str = ""
+    arguments_error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """A block of a system prompt. `cache` marks a prompt-cache breakpoint after this block
+    (Anthropic `cache_control`); OpenAI-compatible providers concatenate blocks in order."""
+
+    text: str
+    cache: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None  # role == "tool": the call this answers
+    name: str | None = None  # role == "tool": the tool's name
+    is_error: bool = False  # role == "tool": the tool reported an error
+
+
+@dataclass(slots=True)
+class Usage:
+    input_tokens: int = 0  # all prompt tokens, cached ones included
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    messages: tuple[Message, ...]
+    system: tuple[TextBlock, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(slots=True)
+class ChatResponse:
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str = ""
+    alias: str = ""
+    request_id: str | None = None
+    cost: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class StreamDelta:
+    """One item of a streamed completion: visible text as it arrives; the last item carries the
+    complete `response` (text, tool calls, usage) and nothing else."""
+
+    text: str = ""
+    response: ChatResponse | None = None

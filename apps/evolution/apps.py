@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class EvolutionConfig(AppConfig):
+    name = "apps.evolution"
+    label = "evolution"

