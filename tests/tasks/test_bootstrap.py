@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from apps.tasks.models import Workspace
+from tests.support import ROOT, server_env
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def dirs(settings, tmp_path):
+    settings.AGENTKIT_WORKSPACES_DIR = tmp_path / "workspaces"
+    return tmp_path
+
+
+def test_bootstrap_creates_admin_and_demo_workspace(dirs, monkeypatch, capsys):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "root-admin")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "s3cret-pass-word")
+    call_command("bootstrap")
+    user = get_user_model().objects.get(username="root-admin")
+    assert user.is_superuser and user.check_password("s3cret-pass-word")
+    workspace = Workspace.objects.get(name="demo")
+    assert list(workspace.members.all()) == [user]
+    copied = dirs / "workspaces" / "demo"
+    assert workspace.root_dir == str(copied.resolve())
+    assert (copied / "textkit" / "slug.py").is_file()
+    assert (copied / "tests" / "test_slug.py").is_file()
+    assert "s3cret-pass-word" not in capsys.readouterr().out
+
+
+def test_bootstrap_is_idempotent_and_keeps_agent_edits(dirs, monkeypatch):
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "s3cret-pass-word")
+    call_command("bootstrap")
+    edited = dirs / "workspaces" / "demo" / "textkit" / "slug.py"
+    edited.write_text("# edited by the agent\n")
+    call_command("bootstrap")
+    assert get_user_model().objects.count() == 1
+    assert Workspace.objects.count() == 1
+    assert edited.read_text() == "# edited by the agent\n"
+
+
+def test_generated_password_is_printed_once_and_works(dirs, monkeypatch, capsys):
+    monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD", raising=False)
+    monkeypatch.delenv("DJANGO_SUPERUSER_USERNAME", raising=False)
+    call_command("bootstrap")
+    first = capsys.readouterr().out
+    assert "Created admin user 'admin' with password: " in first
+    password = first.split("with password: ")[1].split()[0]
+    assert get_user_model().objects.get(username="admin").check_password(password)
+    call_command("bootstrap")
+    assert password not in capsys.readouterr().out
+
+
+def test_bootstrap_command_runs_from_the_shell(tmp_path):
+    env = server_env(tmp_path)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "bootstrap"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "workspace 'demo'" in proc.stdout
