@@ -164,3 +164,102 @@ def agentkit_server(tmp: Path, **extra_env: str) -> Iterator[Server]:
 
 def http_get(url: str) -> httpx.Response:
     return httpx.get(url, timeout=10, follow_redirects=False)
+
+
+def postgres_bin_dir() -> Path | None:
+    import glob
+    import shutil
+
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    on_path = shutil.which("initdb")
+    if on_path:
+        candidates.insert(0, str(Path(on_path).resolve().parent))
+    for candidate in candidates:
+        if (Path(candidate) / "initdb").exists() and (Path(candidate) / "pg_ctl").exists():
+            return Path(candidate)
+    return None
+
+
+@contextlib.contextmanager
+def private_postgres(tmp: Path) -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on a free port; yields a DATABASE_URL. As root, the server
+    runs as the `postgres` user (PostgreSQL refuses to run as root)."""
+    import shutil
+    import tempfile
+
+    bin_dir = postgres_bin_dir()
+    if bin_dir is None:
+        raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found")
+    # pytest's tmp dirs are 0700 and root's; the server user must be able to reach its files.
+    tmp = Path(tempfile.mkdtemp(prefix="agentkit-pg-"))
+    tmp.chmod(0o755)
+    data = tmp / "pgdata"
+    sock = tmp / "pgsock"
+    sock.mkdir()
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        pg = pwd.getpwnam("postgres")
+        for path in (tmp, sock):
+            os.chown(path, pg.pw_uid, pg.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    subprocess.run(
+        [
+            *prefix,
+            str(bin_dir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "agentkit",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    subprocess.run(
+        [
+            *prefix,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(tmp / "pg.log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    try:
+        subprocess.run(
+            [
+                str(bin_dir / "createdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "agentkit",
+                "agentkit",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        yield f"postgres://agentkit@127.0.0.1:{port}/agentkit"
+    finally:
+        subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
