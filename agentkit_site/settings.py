@@ -88,6 +88,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing one
 # The app serves its own static files (no proxy needed on one machine); finders mean no
 # collectstatic step. Behind a proxy, run collectstatic and let the proxy serve STATIC_ROOT.
 WHITENOISE_USE_FINDERS = True

@@ -1,11 +1,32 @@
-"""WebSocket endpoint /ws/chat/. Thin: checks access, dispatches on `type`, calls services."""
+"""WebSocket endpoint /ws/chat/ (ARCHITECTURE.md section 4). Thin: checks access through
+selectors, dispatches on `type` to small `_handle_<type>` methods that call services; broadcast
+handlers only send. A socket follows any number of tasks; for each it keeps the last `seq` it sent,
+so replay + live delivery is in order and exactly once."""
 
 from __future__ import annotations
 
+import json
+
+from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from apps.tasks import executors, selectors, services
+from apps.tasks.conf import agent_config
+from apps.tasks.services import ApplicationError
 
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
+MAX_FRAME_BYTES = 64 * 1024
+REQUIRED_FIELDS = {
+    "user_message": ("text",),
+    "cancel": ("task_id",),
+    "resume": ("task_id",),
+    "spec_review_reply": ("spec_review_id", "decision"),
+}
+
+
+def task_group(task_id: int) -> str:
+    return f"task.{task_id}"
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -14,16 +35,156 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
+        self.user = user
+        self.sent_seq: dict[int, int] = {}
         await self.accept()
 
-    async def receive_json(self, content, **kwargs) -> None:
-        kind = content.get("type") if isinstance(content, dict) else None
-        await self.send_error("unknown_message", f"unsupported message type {kind!r}")
+    async def disconnect(self, code) -> None:
+        for task_id in list(getattr(self, "sent_seq", {})):
+            await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
-    async def send_error(self, code: str, message: str, *, suggestions=None) -> None:
+    # ── incoming ───────────────────────────────────────────────────────────────────────────────
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        raw = text_data if text_data is not None else (bytes_data or b"").decode("utf-8", "replace")
+        if len(raw.encode("utf-8")) > MAX_FRAME_BYTES:
+            await self.send_error(
+                "frame_too_large",
+                f"frames are limited to {MAX_FRAME_BYTES // 1024} KB; send a shorter message",
+            )
+            return
+        try:
+            content = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            await self.send_error(
+                "malformed_json", f"the frame is not valid JSON ({exc.msg} at position {exc.pos})"
+            )
+            return
+        await self.receive_json(content)
+
+    async def receive_json(self, content, **kwargs) -> None:
+        if not isinstance(content, dict) or not isinstance(content.get("type"), str):
+            await self.send_error(
+                "malformed_message", 'a frame is a JSON object with a string "type"'
+            )
+            return
+        kind = content["type"]
+        if kind not in REQUIRED_FIELDS:
+            await self.send_error(
+                "unknown_message",
+                f"unknown message type {kind!r}; expected one of {', '.join(sorted(REQUIRED_FIELDS))}",
+            )
+            return
+        missing = [name for name in REQUIRED_FIELDS[kind] if content.get(name) in (None, "")]
+        if missing:
+            await self.send_error("missing_fields", f"{kind} needs {', '.join(missing)}")
+            return
+        try:
+            await getattr(self, f"_handle_{kind}")(content)
+        except ApplicationError as exc:
+            await self.send_error(
+                exc.extra.get("error_code", "invalid_request"),
+                exc.message,
+                task_id=content.get("task_id"),
+            )
+
+    async def _handle_user_message(self, content: dict) -> None:
+        text = content["text"]
+        if not isinstance(text, str):
+            raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
+        task = await sync_to_async(self._create_task)(content)
+        await self._follow(task.pk, after_seq=task.last_seq)
+        if task.last_seq == 0 and task.status == "queued":
+            await sync_to_async(executors.task_submit)(task_id=task.pk)
+
+    def _create_task(self, content: dict):
+        from django.db import transaction
+
+        workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
+        if workspace is None:
+            workspaces = list(selectors.workspaces_for_user(user=self.user)[:2])
+            if content.get("workspace") in (None, "") and len(workspaces) == 1:
+                workspace = workspaces[0]
+            else:
+                raise ApplicationError(
+                    "workspace not found: pick one of yours", {"error_code": "not_found"}
+                )
+        with transaction.atomic():
+            return services.task_create(
+                user=self.user,
+                workspace=workspace,
+                text=content["text"],
+                mode=content.get("mode") or None,
+                skill=content.get("skill") or None,
+                client_msg_id=str(content.get("client_msg_id") or ""),
+                config=agent_config(),
+            )
+
+    async def _handle_resume(self, content: dict) -> None:
+        after = content.get("after_seq", 0)
+        if not isinstance(after, int) or after < 0:
+            raise ApplicationError(
+                "'after_seq' must be a non-negative integer", {"error_code": "invalid_field"}
+            )
+        task = await sync_to_async(selectors.task_for_user)(
+            user=self.user, task_id=content["task_id"]
+        )
+        if task is None:
+            raise ApplicationError("task not found", {"error_code": "not_found"})
+        await self._follow(task.pk, after_seq=after)
+
+    async def _handle_cancel(self, content: dict) -> None:
+        task = await sync_to_async(selectors.task_for_user)(
+            user=self.user, task_id=content["task_id"]
+        )
+        if task is None:
+            raise ApplicationError("task not found", {"error_code": "not_found"})
+        await sync_to_async(services.task_request_cancel)(task=task)
+
+    async def _handle_spec_review_reply(self, content: dict) -> None:
+        raise ApplicationError(
+            "spec review is not available yet (plan_exec is not built)",
+            {"error_code": "mode_not_available"},
+        )
+
+    async def _follow(self, task_id: int, *, after_seq: int) -> None:
+        """Join the task's group first, then replay what is stored after `after_seq`; live events
+        queued meanwhile are de-duplicated by seq in `task_event`."""
+        if task_id not in self.sent_seq:
+            await self.channel_layer.group_add(task_group(task_id), self.channel_name)
+        self.sent_seq[task_id] = after_seq
+        while True:
+            task = await sync_to_async(selectors.task_for_user)(user=self.user, task_id=task_id)
+            events = await sync_to_async(selectors.task_events_after)(
+                task=task, seq=self.sent_seq[task_id]
+            )
+            if not events:
+                break
+            for event in events:
+                await self._send_event(event.as_message())
+
+    # ── broadcast from the runner ──────────────────────────────────────────────────────────────
+    async def task_event(self, message: dict) -> None:
+        await self._send_event(message["event"])
+
+    async def _send_event(self, event: dict) -> None:
+        task_id = event["task_id"]
+        last = self.sent_seq.get(task_id)
+        if last is None or event["seq"] <= last:
+            return
+        if event["seq"] != last + 1:
+            # A gap (e.g. the channel layer dropped a message): fill it from the database.
+            self.sent_seq[task_id] = last
+            await self._follow(task_id, after_seq=last)
+            return
+        self.sent_seq[task_id] = event["seq"]
+        await self.send_json(event)
+
+    async def send_error(self, code: str, message: str, *, suggestions=None, task_id=None) -> None:
         await self.send_json(
             {
                 "type": "error",
+                "task_id": task_id if isinstance(task_id, int) else None,
+                "seq": None,
                 "data": {
                     "error_struct": {
                         "error_code": code,

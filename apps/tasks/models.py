@@ -46,3 +46,98 @@ class Workspace(models.Model):
             raise ValidationError(
                 {"verification_commands": 'A JSON list of command strings, e.g. ["npm test"].'}
             )
+
+
+class TaskStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    AWAITING_REVIEW = "awaiting_review"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    GAVE_UP = "gave_up_after_reflections"
+    CANCELLED = "cancelled"
+    PARKED = "parked"
+
+
+FINAL_STATUSES = frozenset(
+    {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.GAVE_UP, TaskStatus.CANCELLED}
+)
+
+
+class Task(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tasks")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
+    mode = models.CharField(max_length=20)
+    skill = models.CharField(max_length=100, blank=True, default="")
+    goal = models.TextField()
+    status = models.CharField(max_length=32, choices=TaskStatus.choices, default=TaskStatus.QUEUED)
+    result = models.TextField(blank=True, default="")
+    error = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    cost = models.FloatField(default=0.0)
+    client_msg_id = models.CharField(max_length=100, blank=True, default="")
+    last_seq = models.PositiveIntegerField(default=0)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.goal[:40]}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+class TaskEvent(models.Model):
+    """One event of a task, in the WebSocket event shape. The source of truth: sockets replay
+    from here after a reconnect."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    data = models.JSONField(default=dict)
+    ts = models.DateTimeField()
+
+    class Meta:
+        ordering = ["task", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "seq"], name="task_event_seq_unique")
+        ]
+
+    def as_message(self) -> dict:
+        return {
+            "type": self.type,
+            "task_id": self.task_id,
+            "seq": self.seq,
+            "ts": self.ts.isoformat(),
+            "data": self.data,
+        }
+
+
+class ApiToken(models.Model):
+    """A per-user bearer token for the JSON API. Only a SHA-256 hash is stored."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100, blank=True, default="")
+    prefix = models.CharField(max_length=12, help_text="First characters, to recognise a token.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"

@@ -9,3 +9,41 @@ def workspaces_for_user(*, user) -> QuerySet[Workspace]:
     if not user.is_authenticated:
         return Workspace.objects.none()
     return Workspace.objects.filter(members=user).order_by("name")
+
+
+def workspace_for_user(*, user, ref) -> Workspace | None:
+    """A workspace the user belongs to, by id (int or digit string) or by name; else None."""
+    workspaces = workspaces_for_user(user=user)
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        return workspaces.filter(pk=int(ref)).first()
+    if isinstance(ref, str) and ref:
+        return workspaces.filter(name=ref).first()
+    return None
+
+
+def task_for_user(*, user, task_id):
+    """The task if the user may see it (member of its workspace), else None — callers answer
+    "not found" either way, so another user's task is never revealed."""
+    from apps.tasks.models import Task
+
+    try:
+        task_id = int(task_id)
+    except (TypeError, ValueError):
+        return None
+    if not user.is_authenticated:
+        return None
+    return (
+        Task.objects.select_related("workspace").filter(pk=task_id, workspace__members=user).first()
+    )
+
+
+def tasks_for_user(*, user, limit: int = 50):
+    from apps.tasks.models import Task
+
+    return Task.objects.filter(workspace__members=user).select_related("workspace")[:limit]
+
+
+def task_events_after(*, task, seq: int = 0, limit: int = 5000):
+    from apps.tasks.models import TaskEvent
+
+    return list(TaskEvent.objects.filter(task=task, seq__gt=seq).order_by("seq")[:limit])

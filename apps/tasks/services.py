@@ -91,3 +91,157 @@ def bootstrap_run(
         workspace_dir=Path(workspace.root_dir),
         workspace_created=workspace_created,
     )
+
+
+# ── tasks ───────────────────────────────────────────────────────────────────────────────────────
+MODE_PREFIXES = {
+    "@chat": "direct_chat",
+    "@react": "react",
+    "@plan": "plan_exec",
+    "@team": "team_collab",
+}
+KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
+MAX_GOAL_CHARS = 50_000
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What a chat message asks for once its `@` prefixes are read."""
+
+    text: str
+    mode: str
+    skill: str
+
+
+def route_message(*, text: str, mode: str | None, skill: str | None, config) -> Routing:
+    """Leading `@chat`/`@react`/`@plan`/`@team` and `@skill:<name>` words pick the mode and skill;
+    then the page's selectors; then the skill's default mode; then modes.default."""
+    words = text.strip().split()
+    prefix_mode = prefix_skill = None
+    consumed = 0
+    for word in words:
+        lower = word.lower()
+        if lower in MODE_PREFIXES and prefix_mode is None:
+            prefix_mode = MODE_PREFIXES[lower]
+        elif lower.startswith("@skill:") and prefix_skill is None:
+            prefix_skill = word.split(":", 1)[1]
+        else:
+            break
+        consumed += 1
+    body = text.strip()
+    for _ in range(consumed):
+        body = body.split(None, 1)[1] if len(body.split(None, 1)) > 1 else ""
+    chosen_skill = prefix_skill or (skill or "")
+    if chosen_skill and chosen_skill not in config.skills:
+        known = ", ".join(sorted(config.skills)) or "none configured"
+        raise ApplicationError(
+            f"unknown skill {chosen_skill!r}; known skills: {known}",
+            {"error_code": "unknown_skill", "known": sorted(config.skills)},
+        )
+    if mode and mode not in KNOWN_MODES:
+        raise ApplicationError(
+            f"unknown mode {mode!r}; choose one of {', '.join(KNOWN_MODES)}",
+            {"error_code": "unknown_mode"},
+        )
+    skill_mode = config.skills[chosen_skill].default_mode if chosen_skill else None
+    chosen_mode = prefix_mode or mode or skill_mode or config.modes.default
+    if not body.strip():
+        raise ApplicationError(
+            "the message is empty: say what the agent should do", {"error_code": "empty_message"}
+        )
+    return Routing(text=body.strip(), mode=chosen_mode, skill=chosen_skill)
+
+
+@transaction.atomic
+def task_create(
+    *,
+    user,
+    workspace: Workspace,
+    text: str,
+    mode: str | None = None,
+    skill: str | None = None,
+    client_msg_id: str = "",
+    config,
+):
+    """Create a queued task after checking the user may use the workspace. Re-sending the same
+    `client_msg_id` returns the task created the first time (no duplicate on reconnect)."""
+    from apps.tasks.models import Task
+
+    if not workspace.members.filter(pk=user.pk).exists():
+        raise ApplicationError("workspace not found", {"error_code": "not_found"})
+    if len(text) > MAX_GOAL_CHARS:
+        raise ApplicationError(
+            f"the message is too long ({len(text)} characters; at most {MAX_GOAL_CHARS})",
+            {"error_code": "message_too_long"},
+        )
+    if client_msg_id:
+        existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
+        if existing is not None:
+            return existing
+    routing = route_message(text=text, mode=mode, skill=skill, config=config)
+    return Task.objects.create(
+        workspace=workspace,
+        user=user,
+        mode=routing.mode,
+        skill=routing.skill,
+        goal=routing.text,
+        client_msg_id=client_msg_id[:100],
+    )
+
+
+def task_request_cancel(*, task) -> bool:
+    """Ask a running task to stop; the runner notices within a fraction of a second. Returns
+    False when the task had already finished."""
+    from django.utils import timezone
+
+    from apps.tasks.models import FINAL_STATUSES, Task
+
+    updated = (
+        Task.objects.filter(pk=task.pk, cancel_requested_at__isnull=True)
+        .exclude(status__in=FINAL_STATUSES)
+        .update(cancel_requested_at=timezone.now())
+    )
+    return bool(updated)
+
+
+# ── API tokens ─────────────────────────────────────────────────────────────────────────────────
+def _token_hash(key: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def api_token_create(*, user, name: str = "") -> tuple[object, str]:
+    """Returns (ApiToken, the plain key). The key is shown once; only its hash is stored."""
+    from apps.tasks.models import ApiToken
+
+    key = "ak_" + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=key[:10], key_hash=_token_hash(key)
+    )
+    return token, key
+
+
+def api_token_authenticate(*, key: str):
+    """The user of an active token, or None."""
+    from django.utils import timezone
+
+    from apps.tasks.models import ApiToken
+
+    token = (
+        ApiToken.objects.select_related("user")
+        .filter(key_hash=_token_hash(key), revoked_at__isnull=True)
+        .first()
+    )
+    if token is None or not token.user.is_active:
+        return None
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token.user
+
+
+def api_token_revoke(*, token) -> None:
+    from django.utils import timezone
+
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])

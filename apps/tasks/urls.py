@@ -1,7 +1,12 @@
 from django.urls import path
 
-from apps.tasks import views
+from apps.tasks import api, views
 
 urlpatterns = [
     path("", views.chat_page, name="chat"),
+    path("api/tasks", api.tasks, name="api-tasks"),
+    path("api/tasks/<int:task_id>", api.task_detail, name="api-task"),
+    path("api/tasks/<int:task_id>/events", api.task_events, name="api-task-events"),
+    path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
+    path("api/workspaces", api.workspaces, name="api-workspaces"),
 ]

@@ -1,0 +1,193 @@
+"""JSON API (ARCHITECTURE.md section 6). Authenticated by session (+CSRF) or
+`Authorization: Bearer <token>`. Errors are JSON {"error": {"code", "message"}} with a fitting
+status code. Views validate input and call one service or selector."""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.http import JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+from django.views.decorators.csrf import csrf_exempt
+
+from apps.tasks import executors, selectors, services
+from apps.tasks.conf import agent_config
+from apps.tasks.services import ApplicationError
+
+MAX_BODY_BYTES = 256 * 1024
+
+
+def error(status: int, code: str, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
+
+
+def _csrf_failure(request) -> JsonResponse | None:
+    checker = CsrfViewMiddleware(lambda req: None)
+    response = checker.process_view(request, None, (), {})
+    if response is not None:
+        return error(
+            403,
+            "csrf_failed",
+            "CSRF check failed: send the X-CSRFToken header with the csrftoken cookie, or use a bearer token",
+        )
+    return None
+
+
+def api_view(methods: tuple[str, ...]):
+    """Authenticate (bearer token or session+CSRF), check the method, translate errors."""
+
+    def decorate(view):
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                return error(405, "method_not_allowed", f"use {' or '.join(methods)}")
+            header = request.headers.get("Authorization", "")
+            if header:
+                scheme, _, key = header.partition(" ")
+                if scheme.lower() != "bearer" or not key.strip():
+                    return error(401, "bad_authorization", "use 'Authorization: Bearer <token>'")
+                user = services.api_token_authenticate(key=key.strip())
+                if user is None:
+                    return error(
+                        401,
+                        "invalid_token",
+                        "the token is unknown or revoked; create one with 'manage.py create_api_token USER'",
+                    )
+                request.user = user
+            elif not request.user.is_authenticated:
+                return error(
+                    401, "not_authenticated", "log in, or send 'Authorization: Bearer <token>'"
+                )
+            elif request.method not in ("GET", "HEAD", "OPTIONS"):
+                failure = _csrf_failure(request)
+                if failure is not None:
+                    return failure
+            try:
+                return view(request, *args, **kwargs)
+            except ApplicationError as exc:
+                code = exc.extra.get("error_code", "invalid_request")
+                status = 404 if code == "not_found" else 400
+                return error(status, code, exc.message)
+
+        return wrapper
+
+    return decorate
+
+
+def _json_body(request) -> dict:
+    if len(request.body) > MAX_BODY_BYTES:
+        raise ApplicationError(
+            f"request body over {MAX_BODY_BYTES} bytes", {"error_code": "too_large"}
+        )
+    try:
+        body = json.loads(request.body or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ApplicationError(
+            f"the body is not valid JSON: {exc}", {"error_code": "invalid_json"}
+        ) from None
+    if not isinstance(body, dict):
+        raise ApplicationError("the body must be a JSON object", {"error_code": "invalid_json"})
+    return body
+
+
+def task_payload(task) -> dict:
+    return {
+        "id": task.pk,
+        "status": task.status,
+        "mode": task.mode,
+        "skill": task.skill,
+        "goal": task.goal,
+        "workspace": {"id": task.workspace_id, "name": task.workspace.name},
+        "result": task.result,
+        "error": task.error,
+        "usage": task.usage,
+        "cost": task.cost,
+        "last_seq": task.last_seq,
+        "created_at": task.created_at.isoformat(),
+        "started_at": task.started_at.isoformat() if task.started_at else None,
+        "finished_at": task.finished_at.isoformat() if task.finished_at else None,
+    }
+
+
+@api_view(("GET", "POST"))
+def tasks(request):
+    if request.method == "GET":
+        return JsonResponse(
+            {"tasks": [task_payload(t) for t in selectors.tasks_for_user(user=request.user)]}
+        )
+    body = _json_body(request)
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ApplicationError(
+            "'text' is required: what the agent should do", {"error_code": "missing_field"}
+        )
+    workspace_ref = body.get("workspace")
+    if workspace_ref in (None, ""):
+        raise ApplicationError(
+            "'workspace' is required (its id or name; GET /api/workspaces lists them)",
+            {"error_code": "missing_field"},
+        )
+    workspace = selectors.workspace_for_user(user=request.user, ref=workspace_ref)
+    if workspace is None:
+        raise ApplicationError("workspace not found", {"error_code": "not_found"})
+    mode, skill = body.get("mode"), body.get("skill")
+    for name, value in (("mode", mode), ("skill", skill)):
+        if value is not None and not isinstance(value, str):
+            raise ApplicationError(f"'{name}' must be a string", {"error_code": "invalid_field"})
+    task = services.task_create(
+        user=request.user,
+        workspace=workspace,
+        text=text,
+        mode=mode,
+        skill=skill,
+        client_msg_id=str(body.get("client_msg_id") or ""),
+        config=agent_config(),
+    )
+    executors.task_submit(task_id=task.pk)
+    return JsonResponse({"id": task.pk, "status": task.status}, status=201)
+
+
+@api_view(("GET",))
+def task_detail(request, task_id: int):
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    return JsonResponse(task_payload(task))
+
+
+@api_view(("GET",))
+def task_events(request, task_id: int):
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    raw_after = request.GET.get("after", "0")
+    if not raw_after.isdigit():
+        return error(
+            400, "invalid_field", "'after' must be a non-negative integer (the last seq you have)"
+        )
+    events = selectors.task_events_after(task=task, seq=int(raw_after))
+    return JsonResponse({"events": [event.as_message() for event in events]})
+
+
+@api_view(("POST",))
+def task_cancel(request, task_id: int):
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    requested = services.task_request_cancel(task=task)
+    task.refresh_from_db()
+    return JsonResponse({"id": task.pk, "status": task.status, "cancel_requested": requested})
+
+
+@api_view(("GET",))
+def workspaces(request):
+    return JsonResponse(
+        {
+            "workspaces": [
+                {"id": ws.pk, "name": ws.name}
+                for ws in selectors.workspaces_for_user(user=request.user)
+            ]
+        }
+    )
