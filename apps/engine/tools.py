@@ -8,6 +8,9 @@ problem into a `ToolResult` error the model sees next (typed `error_code`), so t
 - argument of the wrong type / value   -> tool_call_invalid
 - missing required / unexpected field  -> schema_mismatch
 - exception raised inside the tool     -> tool_execution_error
+
+A schema that does not say `additionalProperties` is checked as if it said `false`: `execute`
+takes the properties as keyword arguments, so an unexpected one is a mistake of the model.
 """
 
 from __future__ import annotations
@@ -90,7 +93,10 @@ class Tool:
             ) from exc
         if cls.input_schema.get("type") != "object":
             raise TypeError(f"tool {cls.name!r}: input_schema must describe an object")
-        cls._validator = Draft202012Validator(cls.input_schema)
+        checked = cls.input_schema
+        if "additionalProperties" not in checked:
+            checked = {**checked, "additionalProperties": False}
+        cls._validator = Draft202012Validator(checked)
 
     async def execute(self, **arguments: Any) -> ToolResult:  # pragma: no cover - interface
         raise NotImplementedError
@@ -163,21 +169,36 @@ class ToolSet:
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(self._tools[name].spec() for name in sorted(self._tools))
 
-    def subset(self, names: Iterable[str]) -> ToolSet:
+    def subset(self, names: Iterable[str], *, max_output_chars: int | None = None) -> ToolSet:
+        """The named tools (every name must exist), optionally with another output limit."""
         wanted = set(names)
+        missing = sorted(wanted - set(self._tools))
+        if missing:
+            raise ValueError(
+                f"unknown tool name(s) {', '.join(missing)}; known: {', '.join(self.names())}"
+            )
         return ToolSet(
             (tool for name, tool in self._tools.items() if name in wanted),
-            max_output_chars=self.max_output_chars,
+            max_output_chars=max_output_chars or self.max_output_chars,
         )
 
-    async def safe_execute(self, name: str, arguments: Any) -> ToolResult:
+    async def safe_execute(
+        self, name: str, arguments: Any, *, arguments_error: str | None = None
+    ) -> ToolResult:
         """Validate, run, and truncate. Model mistakes become results; engine bugs propagate only
-        when they are not inside the tool (an exception inside a tool is the tool's failure)."""
+        when they are not inside the tool (an exception inside a tool is the tool's failure).
+        `arguments_error`: the model's argument text could not be parsed (the gateway says why)."""
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.failure(
                 "unknown_tool",
                 f"there is no tool named {name!r}. Available tools: {', '.join(self.names())}.",
+            )
+        if arguments_error is not None:
+            return ToolResult.failure(
+                "tool_call_invalid",
+                f"arguments are not a valid JSON object ({arguments_error}). Send one JSON "
+                f"object that matches the input_schema of {name!r}.",
             )
         if isinstance(arguments, str):
             try:
@@ -198,4 +219,6 @@ class ToolSet:
         if len(result.output) > self.max_output_chars:
             result.output = truncate_output(result.output, self.max_output_chars)
             result.data.setdefault("truncated", True)
+        if result.error is not None and len(result.error) > self.max_output_chars:
+            result.error = truncate_output(result.error, self.max_output_chars)
         return result

@@ -1,0 +1,85 @@
+"""The one event vocabulary (ARCHITECTURE.md section 4).
+
+Every event is `{"type", "task_id", "seq", "ts", "data"}`. The engine numbers a run's events from 1
+in the order it yields them; the Django runner persists them as TaskEvent rows and broadcasts them
+unchanged. `ts` is an aware UTC datetime (ISO 8601 in JSON). Clients ignore types they do not know.
+
+What the engine itself emits, with its `data`:
+
+    task_started         mode, model, goal, tools, max_steps
+    token                step, text            (batched; `restart: true` = drop this step's text)
+    tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON)
+    tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms
+    verification_result  attempt, passed, errors, log, reinjected
+    final_answer         step, text
+    error                step, fatal, error_struct {error_code, message, suggestions, retryable}
+    task_finished        status, final, steps, usage, cost, error, verification  (see TaskResult)
+
+The other types belong to later stages (phases, review gate, compression, reflexion).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EventType = Literal[
+    "task_started",
+    "token",
+    "tool_call",
+    "tool_result",
+    "phase_changed",
+    "phase_violation",
+    "budget_exhausted",
+    "verification_result",
+    "reflection",
+    "spec_review_request",
+    "spec_review_resolved",
+    "phase_started",
+    "phase_completed",
+    "phase_failed",
+    "phase_rollback_started",
+    "phase_rollback_completed",
+    "phase_rollback_failed",
+    "compression",
+    "final_answer",
+    "error",
+    "task_finished",
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+
+TaskStatus = Literal[
+    "queued",
+    "running",
+    "awaiting_review",
+    "completed",
+    "failed",
+    "gave_up_after_reflections",
+    "cancelled",
+    "parked",
+]
+# The statuses a run of the engine can end with.
+FinalStatus = Literal["completed", "failed", "cancelled"]
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    type: EventType
+    task_id: int | str
+    seq: int = Field(ge=1)
+    ts: datetime
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorStruct(BaseModel):
+    """What went wrong, for people and programs: a stable code, a sentence, what to do next."""
+
+    model_config = ConfigDict(frozen=True)
+
+    error_code: str
+    message: str
+    suggestions: list[str] = Field(default_factory=list)
+    retryable: bool = False

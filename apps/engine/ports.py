@@ -1,0 +1,56 @@
+"""What the engine needs from outside, as small protocols the Django side (or a test) implements.
+
+- `ModelClient`: streams a completion. `apps.engine.llm.gateway.Gateway` is one.
+- `Verifier`: `async (final_answer) -> VerificationOutcome`; the runner adapts the sandboxed
+  verifier (apps/engine/verify.py) to it.
+- `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
+- `EventSink`: where the runner puts the events it persists and broadcasts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from apps.engine.events import Event
+from apps.engine.llm.types import ChatRequest, StreamDelta
+from apps.engine.task import TaskResult
+
+
+class ModelClient(Protocol):
+    def stream(
+        self, request: ChatRequest, *, model: str | None = None
+    ) -> AsyncIterator[StreamDelta]:
+        """Text deltas as they arrive; the last item carries the complete `response`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationOutcome:
+    passed: bool
+    errors: tuple[str, ...] = ()  # what failed, in words the model can act on
+    log: str = ""  # the full output, kept in the verification log
+
+
+Verifier = Callable[[str], Awaitable[VerificationOutcome]]
+
+
+class TaskHooks:
+    """Subclass and override what you need. Exactly one hook fires, once, when a run ends —
+    whatever the path: answer, failure, engine exception, cancellation, limits, or a consumer
+    that closed the event stream early (cancelled). A hook that raises is logged and ignored:
+    it cannot change the outcome of the run."""
+
+    async def on_task_complete(self, result: TaskResult) -> None:
+        return None
+
+    async def on_task_failed(self, result: TaskResult) -> None:
+        return None
+
+    async def on_task_cancelled(self, result: TaskResult) -> None:
+        return None
+
+
+class EventSink(Protocol):
+    async def emit(self, event: Event) -> None: ...

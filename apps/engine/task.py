@@ -1,0 +1,91 @@
+"""What goes into a run (`AgentTask`) and what comes out (`TaskResult`).
+
+The Django runner builds an AgentTask from a Task row and its skill; `ReActEngine.execute()` returns
+the TaskResult, the lifecycle hooks receive it, and the `task_finished` event carries it as `data`
+(less `task_id`), so all three are the same value by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from apps.engine.events import ErrorStruct, Event, FinalStatus
+from apps.engine.llm.types import Message, Usage
+
+EngineMode = Literal["direct_chat", "react"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTask:
+    task_id: int | str
+    goal: str  # the user's message for this run
+    mode: EngineMode = "react"
+    history: tuple[Message, ...] = ()  # earlier turns of the conversation, oldest first
+    system_prompt: str = ""  # the skill's system prompt (stable across tasks: cached)
+    # Per-task material for the volatile block: pitfalls, retrieved memory ... (sections by name)
+    context: Mapping[str, str] | str = ""
+    tools: tuple[str, ...] | None = None  # names allowed in this run; None = every tool given
+    model: str | None = None  # model alias; None = llm.main
+    max_steps: int | None = None  # None = react.max_steps
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("direct_chat", "react"):
+            raise ValueError(
+                f"ReActEngine runs modes direct_chat and react, not {self.mode!r} "
+                "(plan_exec and team_collab run through their own orchestrators)"
+            )
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+
+
+class UsageTotals(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0  # all prompt tokens, cached ones included
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    llm_calls: int = 0
+
+    @classmethod
+    def of(cls, usage: Usage, llm_calls: int) -> UsageTotals:
+        return cls(**usage.as_dict(), llm_calls=llm_calls)
+
+
+class VerificationRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    passed: bool
+    errors: list[str] = Field(default_factory=list)
+    log: str = ""
+
+
+class TaskResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    task_id: int | str
+    status: FinalStatus
+    final: str = ""  # the final answer (for a failed verification: the answer that failed)
+    steps: int = 0  # model calls made
+    usage: UsageTotals = UsageTotals()
+    cost: float = 0.0  # USD
+    error: ErrorStruct | None = None  # why it failed or was cancelled
+    verification: list[VerificationRecord] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def event_data(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"task_id"})
+
+    @classmethod
+    def from_event(cls, event: Event) -> TaskResult:
+        if event.type != "task_finished":
+            raise ValueError(f"expected a task_finished event, got {event.type}")
+        return cls.model_validate({**event.data, "task_id": event.task_id})
