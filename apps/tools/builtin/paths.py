@@ -1,0 +1,379 @@
+"""Path safety and file access shared by every file tool.
+
+A path the model gives is relative to the workspace root, or absolute inside it. It is accepted
+only if it stays inside the workspace both as written (no `..` escape) and as the kernel would
+resolve it (no symbolic link, of the file or of any parent, that leads outside):
+`Path.resolve()` + `relative_to(resolved root)`, never a string prefix test, which would admit
+`/work/ws-evil` for `/work/ws`. Device files, FIFOs and sockets are refused, and so are writes
+under `.git/`.
+
+The check happens again on every call, so a file swapped for a symbolic link between two calls is
+refused on the second. Within one call, files are opened by walking from the workspace root one
+directory at a time with O_NOFOLLOW (openat-style), so a component swapped for a link between the
+check and the open makes the open fail instead of following the link.
+
+Refusals raise PathRefusedError inside this module's helpers; tools turn it into a ToolResult error
+with `.result()`, so the model sees e.g. `path_outside_workspace` and never an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from apps.engine.tools import ToolResult
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+PROTECTED_DIRS = frozenset({".git"})  # writes refused anywhere below a directory of this name
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
+class PathRefusedError(Exception):
+    """A path or file a tool must not touch; `error_code` and a message that says what to do."""
+
+    def __init__(self, error_code: str, message: str):
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+    def result(self) -> ToolResult:
+        return ToolResult.failure(self.error_code, self.message)
+
+
+@dataclass(frozen=True)
+class WorkspacePath:
+    root: Path  # the resolved workspace root
+    path: Path  # the resolved absolute path (no symbolic links left in it)
+    shown: str  # posix path relative to the root, "." for the root: what messages show
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return self.path.relative_to(self.root).parts
+
+    def exists(self) -> bool:
+        return os.path.lexists(self.path)
+
+    def is_dir(self) -> bool:
+        return self.path.is_dir()
+
+
+def resolve_path(root: Path | str, raw: object, *, write: bool = False) -> WorkspacePath:
+    """Check `raw` against the workspace `root` and return where it really points.
+
+    Raises PathRefusedError: path_invalid, path_outside_workspace, path_special_file,
+    path_protected (write under .git/), workspace_missing.
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        raise PathRefusedError("path_invalid", "path must be a non-empty string")
+    if "\x00" in raw:
+        raise PathRefusedError("path_invalid", "path must not contain NUL characters")
+    given_root = Path(root)
+    try:
+        real_root = given_root.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise PathRefusedError(
+            "workspace_missing", f"the workspace directory {given_root} does not exist"
+        ) from None
+    candidate = Path(raw) if os.path.isabs(raw) else real_root / raw
+    lexical = Path(os.path.normpath(candidate))
+    if not (_is_within(lexical, real_root) or _is_within(lexical, given_root.absolute())):
+        how = "is an absolute path outside" if os.path.isabs(raw) else "uses '..' to leave"
+        raise PathRefusedError(
+            "path_outside_workspace",
+            f"{raw!r} {how} the workspace. Use a path relative to the workspace root "
+            f"(e.g. 'src/app.py').",
+        )
+    try:
+        resolved = candidate.resolve(strict=False)
+    except RuntimeError:  # Python 3.11 reports a symlink loop this way
+        raise PathRefusedError("path_invalid", f"{raw!r} is a symbolic link loop") from None
+    except OSError as exc:
+        raise PathRefusedError("path_invalid", f"{raw!r} cannot be resolved: {exc}") from None
+    if not _is_within(resolved, real_root):
+        raise PathRefusedError(
+            "path_outside_workspace",
+            f"{raw!r} leads outside the workspace through a symbolic link; only files inside the "
+            f"workspace can be used.",
+        )
+    relative = resolved.relative_to(real_root)
+    shown = relative.as_posix() if relative.parts else "."
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        mode = os.stat(resolved, follow_symlinks=False).st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            raise PathRefusedError(
+                "path_special_file",
+                f"{shown} is a device, FIFO or socket, not a regular file; refusing to open it.",
+            )
+    if write and any(part.lower() in PROTECTED_DIRS for part in relative.parts):
+        raise PathRefusedError(
+            "path_protected",
+            f"{shown} is inside .git/; the repository's internals are not edited by file tools.",
+        )
+    return WorkspacePath(root=real_root, path=resolved, shown=shown)
+
+
+def _is_within(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+# --- race-resistant file access ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _parent_dir(wp: WorkspacePath, *, create: bool = False) -> Iterator[tuple[int, str, list[str]]]:
+    """Open the file's parent directory by walking down from the root, one O_NOFOLLOW step at a
+    time. Yields (directory fd, file name, directories created on the way as relative paths).
+    Raises OSError: ELOOP when a directory was swapped for a link since resolve_path."""
+    parts = wp.parts
+    if not parts:
+        raise PathRefusedError("is_a_directory", "the workspace root is a directory, not a file")
+    created: list[str] = []
+    fd = os.open(wp.root, _DIR_FLAGS)
+    try:
+        for index, part in enumerate(parts[:-1]):
+            try:
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o777, dir_fd=fd)
+                created.append("/".join(parts[: index + 1]))
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        yield fd, parts[-1], created
+    finally:
+        os.close(fd)
+
+
+def _os_refusal(wp: WorkspacePath, exc: OSError, verb: str) -> PathRefusedError:
+    if exc.errno == errno.ELOOP:  # a link appeared where resolve_path saw none
+        return PathRefusedError(
+            "path_outside_workspace",
+            f"{wp.shown} changed into a symbolic link while being opened; refusing to follow it.",
+        )
+    if exc.errno == errno.ENOENT:
+        return PathRefusedError(
+            "file_not_found", f"{wp.shown} does not exist. Find files with search(glob=...)."
+        )
+    if exc.errno == errno.ENOTDIR:
+        return PathRefusedError(
+            "path_invalid", f"cannot {verb} {wp.shown}: one of its parents is a file"
+        )
+    if exc.errno == errno.EISDIR:
+        return PathRefusedError("is_a_directory", f"{wp.shown} is a directory")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return PathRefusedError("permission_denied", f"cannot {verb} {wp.shown}: permission denied")
+    return PathRefusedError("io_error", f"cannot {verb} {wp.shown}: {exc.strerror or exc}")
+
+
+def read_bytes(wp: WorkspacePath, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes. Raises PathRefusedError (not found, directory, special, too large ...)."""
+    try:
+        with _parent_dir(wp) as (dir_fd, name, _):
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            with os.fdopen(os.open(name, flags, dir_fd=dir_fd), "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if stat.S_ISDIR(info.st_mode):
+                    raise PathRefusedError(
+                        "is_a_directory",
+                        f"{wp.shown} is a directory; list it with str_replace_editor view, or "
+                        f"find files with search(glob=...).",
+                    )
+                if not stat.S_ISREG(info.st_mode):
+                    raise PathRefusedError(
+                        "path_special_file",
+                        f"{wp.shown} is not a regular file; refusing to read it.",
+                    )
+                if info.st_size > max_bytes:
+                    raise PathRefusedError(
+                        "file_too_large",
+                        f"{wp.shown} is {info.st_size / 1_048_576:.1f} MB, over the "
+                        f"{max_bytes // 1_048_576} MB limit of file tools; use search to find "
+                        f"what you need in it.",
+                    )
+                return handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise _os_refusal(wp, exc, "read") from None
+
+
+def write_bytes(wp: WorkspacePath, data: bytes) -> list[str]:
+    """Replace the file's content atomically (temp file + rename in the same directory), keeping
+    its permission bits; parents are created. Returns the directories it created."""
+    try:
+        with _parent_dir(wp, create=True) as (dir_fd, name, created):
+            mode = 0o666 & ~_umask()
+            with contextlib.suppress(FileNotFoundError):
+                info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    raise PathRefusedError("is_a_directory", f"{wp.shown} is a directory")
+                if stat.S_ISREG(info.st_mode):
+                    mode = stat.S_IMODE(info.st_mode)
+            temp = f".{name}.{secrets.token_hex(4)}.agentkit-tmp"
+            fd = os.open(
+                temp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=dir_fd,
+            )
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
+                    os.fchmod(handle.fileno(), mode)
+                # rename replaces a symbolic link that might have appeared; it never follows it
+                os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp, dir_fd=dir_fd)
+                raise
+            return created
+    except OSError as exc:
+        raise _os_refusal(wp, exc, "write") from None
+
+
+def delete_file(wp: WorkspacePath, *, remove_dirs: tuple[str, ...] = ()) -> None:
+    """Delete the file (never following a link), then the listed directories if they are empty
+    (deepest first): undo of a create that also created parents."""
+    with contextlib.suppress(FileNotFoundError), _parent_dir(wp) as (dir_fd, name, _):
+        os.unlink(name, dir_fd=dir_fd)
+    for relative in sorted(remove_dirs, key=lambda r: r.count("/"), reverse=True):
+        with contextlib.suppress(OSError):
+            target = WorkspacePath(wp.root, wp.root / relative, relative)
+            with _parent_dir(target) as (dir_fd, name, _):
+                os.rmdir(name, dir_fd=dir_fd)
+
+
+def _umask() -> int:
+    # os.umask can only be read by setting it; the file tools run in threads, so read it once.
+    global _UMASK
+    if _UMASK is None:
+        current = os.umask(0o022)
+        os.umask(current)
+        _UMASK = current
+    return _UMASK
+
+
+_UMASK: int | None = None
+
+
+# --- text ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextFile:
+    """A decoded file, with what it takes to write it back byte-for-byte."""
+
+    text: str  # line endings as in the file
+    encoding: str  # codec for text.encode(); "utf-8" also covers plain ASCII
+    bom: bytes = b""
+
+    @property
+    def crlf(self) -> bool:
+        """True when every line break is CRLF (mixed files are edited as they are)."""
+        crlf = self.text.count("\r\n")
+        return crlf > 0 and crlf == self.text.count("\n")
+
+    def encode(self, text: str) -> bytes:
+        return self.bom + text.encode(self.encoding)
+
+
+def looks_binary(data: bytes) -> bool:
+    head = data[:BINARY_SNIFF_BYTES]
+    if any(head.startswith(bom) for bom, _ in _BOMS):
+        return False
+    return b"\x00" in head
+
+
+def decode_text(data: bytes) -> TextFile | None:
+    """Decode a file's bytes, or None when they are binary. UTF-8 (with or without BOM) and
+    UTF-16/32 with BOM are recognised; anything else that is not binary is read as Latin-1, which
+    maps every byte to one character and so writes back unchanged."""
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return TextFile(data[len(bom) :].decode(encoding), encoding, bom)
+            except UnicodeDecodeError:
+                return None
+    if looks_binary(data):
+        return None
+    try:
+        return TextFile(data.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    sample = data[:BINARY_SNIFF_BYTES]
+    control = sum(1 for byte in sample if byte < 32 and byte not in b"\t\n\r\f\v\x1b")
+    if sample and control / len(sample) > 0.05:
+        return None
+    return TextFile(data.decode("latin-1"), "latin-1")
+
+
+def read_text(wp: WorkspacePath) -> TextFile:
+    data = read_bytes(wp)
+    text = decode_text(data)
+    if text is None:
+        raise PathRefusedError(
+            "binary_file",
+            f"{wp.shown} is a binary file; file tools only read and edit text.",
+        )
+    return text
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their terminators, numbered like editors and `ast` do ("\\n" separated; a
+    final newline does not start another line). A "\\r" before "\\n" stays on its line."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+# --- showing lines -------------------------------------------------------------------------------
+
+MAX_LINE_CHARS = 2000  # longer lines (minified code, data) are cut when shown
+
+
+def number_line(number: int, line: str) -> str:
+    """One line as view and read_file show it: right-aligned number, a tab, the text."""
+    line = line.removesuffix("\r")
+    if len(line) > MAX_LINE_CHARS:
+        line = (
+            f"{line[:MAX_LINE_CHARS]}… [{len(line) - MAX_LINE_CHARS} more characters on this line]"
+        )
+    return f"{number:6}\t{line}"
+
+
+def numbered_window(lines: list[str], first: int, last: int, *, budget: int) -> tuple[str, int]:
+    """Lines first..last (1-based, inclusive) with numbers, stopping before `budget` characters
+    (at least one line is shown). Returns the text and the number of the last line shown."""
+    out: list[str] = []
+    used = 0
+    shown = first - 1
+    for number in range(first, last + 1):
+        entry = number_line(number, lines[number - 1])
+        if out and used + len(entry) + 1 > budget:
+            break
+        out.append(entry)
+        used += len(entry) + 1
+        shown = number
+    return "\n".join(out), shown
