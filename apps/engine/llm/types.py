@@ -32,7 +32,8 @@ class ToolCall:
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """A block of a system prompt. `cache` marks a prompt-cache breakpoint after this block
-    (Anthropic `cache_control`); OpenAI-compatible providers concatenate blocks in order."""
+    (Anthropic `cache_control`); OpenAI-compatible providers concatenate blocks in order, joined
+    by a blank line, and rely on the endpoint's automatic prefix cache."""
 
     text: str
     cache: bool = False
@@ -91,12 +92,19 @@ class ChatResponse:
     alias: str = ""
     request_id: str | None = None
     cost: float = 0.0
+    attempts: int = 1  # HTTP calls this answer took, retries and fallbacks included
 
 
 @dataclass(frozen=True, slots=True)
 class StreamDelta:
     """One item of a streamed completion: visible text as it arrives; the last item carries the
-    complete `response` (text, tool calls, usage) and nothing else."""
+    complete `response` (text, tool calls, usage) and nothing else.
+
+    `restart=True` (no text, no response) means the call failed after some text was streamed and
+    is being retried or handed to a fallback model: drop the text shown so far. The final
+    `response` is always the whole answer of the attempt that succeeded.
+    """
 
     text: str = ""
     response: ChatResponse | None = None
+    restart: bool = False

@@ -1,0 +1,182 @@
+"""The one error hierarchy of the LLM layer. Callers catch the class they can act on.
+
+    LLMError
+    ├── LLMStatusError(status_code, body, request_id)   the endpoint answered with an error
+    │   ├── RateLimitError                              429
+    │   ├── AuthenticationError                         401 / 403
+    │   └── ContextWindowError                          the prompt does not fit the model
+    ├── LLMConnectionError                              no (complete) answer: refused, reset, cut stream
+    │   └── LLMTimeoutError                             connect or read timeout
+    ├── EmptyResponseError                              no text and no tool calls
+    ├── ScriptExhaustedError                            scripted provider: no turn answers this call
+    └── LLMConfigurationError                           unknown alias, missing API key variable
+
+`retryable` tells the gateway whether the same call may succeed when repeated. Messages never
+contain API keys: providers scrub them before an error is built. Constructors never log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Phrases endpoints use when the prompt is longer than the context window (OpenAI, Anthropic,
+# vLLM, Ollama, llama.cpp, DeepSeek, Bailian word it differently).
+_CONTEXT_HINTS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "exceeds the context",
+    "input is too long",
+    "reduce the length",
+)
+
+
+class LLMError(Exception):
+    """Base class of every failure of an LLM call."""
+
+    retryable: bool = False
+
+
+class LLMStatusError(LLMError):
+    """The endpoint answered with an error status (or an error event after HTTP 200).
+
+    `body` is the parsed JSON error body when there is one, else the text; `retry_after` is the
+    wait in seconds the endpoint asked for, if any.
+    """
+
+    def __init__(
+        self,
+        status_code: int,
+        body: Any = None,
+        request_id: str | None = None,
+        *,
+        message: str | None = None,
+        retry_after: float | None = None,
+        should_retry: bool | None = None,
+    ):
+        self.status_code = status_code
+        self.body = body
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self._should_retry = should_retry
+        text = message or f"HTTP {status_code}: {error_detail(body) or 'no detail'}"
+        if request_id:
+            text += f" [request_id={request_id}]"
+        super().__init__(text)
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        if self._should_retry is not None:  # the endpoint's own x-should-retry header wins
+            return self._should_retry
+        return self.status_code in {408, 409, 429} or self.status_code >= 500
+
+    def __reduce__(self):
+        return (
+            _rebuild_status_error,
+            (type(self), self.status_code, self.body, self.request_id, str(self), self.retry_after),
+        )
+
+
+def _rebuild_status_error(cls, status_code, body, request_id, message, retry_after):
+    error = cls(status_code, body, request_id, retry_after=retry_after)
+    error.args = (message,)
+    return error
+
+
+class RateLimitError(LLMStatusError):
+    """429: too many requests or tokens; retried after `retry_after` when the endpoint says."""
+
+
+class AuthenticationError(LLMStatusError):
+    """401/403: the key is missing, wrong or not allowed to use this model. Never retried."""
+
+
+class ContextWindowError(LLMStatusError):
+    """The prompt does not fit the model's context window: compress, or pick a larger model."""
+
+
+class LLMConnectionError(LLMError):
+    """No complete answer arrived: connection refused or reset, stream cut before its end,
+    or a response that is not the protocol at all."""
+
+    retryable = True
+
+
+class LLMTimeoutError(LLMConnectionError):
+    """Connecting or waiting for the next bytes took longer than `llm.timeout`."""
+
+
+class EmptyResponseError(LLMError):
+    """The model answered with neither text nor tool calls; counts as a failed call."""
+
+    retryable = True
+
+
+class ScriptExhaustedError(LLMError):
+    """The scripted provider has no turn left that answers this call."""
+
+
+class LLMConfigurationError(LLMError):
+    """The call cannot be made as configured: unknown model alias, missing API key variable,
+    unreadable script. Fix agentkit.yaml or the environment; retrying does not help."""
+
+
+def error_detail(body: Any) -> str:
+    """The human-readable part of an error body, whatever the provider's shape."""
+    if body is None:
+        return ""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("msg") or error.get("detail")
+            kind = error.get("type") or error.get("code")
+            if message and kind and str(kind) not in str(message):
+                return f"{kind}: {message}"
+            if message or kind:
+                return str(message or kind)
+        elif isinstance(error, str):
+            return error
+        if "detail" in body:
+            return str(body["detail"])
+        return json.dumps(body, sort_keys=True)[:500]
+    return str(body).strip()[:500]
+
+
+def looks_like_context_overflow(body: Any) -> bool:
+    text = json.dumps(body).lower() if isinstance(body, dict | list) else str(body or "").lower()
+    return any(hint in text for hint in _CONTEXT_HINTS)
+
+
+def status_error(
+    status_code: int,
+    body: Any,
+    request_id: str | None = None,
+    *,
+    prefix: str = "",
+    suffix: str = "",
+    retry_after: float | None = None,
+    should_retry: bool | None = None,
+) -> LLMStatusError:
+    """The most specific LLMStatusError subclass for this status and body."""
+    if status_code == 429:
+        cls: type[LLMStatusError] = RateLimitError
+    elif status_code in {401, 403}:
+        cls = AuthenticationError
+    elif status_code == 413 or (status_code in {400, 422} and looks_like_context_overflow(body)):
+        cls = ContextWindowError
+    else:
+        cls = LLMStatusError
+    detail = error_detail(body) or "no detail"
+    message = f"{prefix}HTTP {status_code}: {detail}{suffix}"
+    return cls(
+        status_code,
+        body,
+        request_id,
+        message=message,
+        retry_after=retry_after,
+        should_retry=should_retry,
+    )

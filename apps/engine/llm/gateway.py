@@ -1,0 +1,280 @@
+"""The one door to language models: aliases from agentkit.yaml, retries, fallbacks, cost.
+
+    gateway = Gateway(config)                       # or Gateway.for_script([...]) in tests
+    response = await gateway.complete(request)      # model=None means config.llm.main
+    async for delta in gateway.stream(request, model="fast"):
+        ...                                         # delta.text while it arrives; the last
+                                                    # delta has .response (text, tool calls,
+                                                    # usage, cost, alias, model)
+    await gateway.aclose()
+
+A call goes to the alias, then to each alias of `llm.fallbacks[alias]` in turn. On one alias it
+is retried (up to `llm.retries.max_attempts` calls in all) when the failure is retryable: 408,
+409, 429, 5xx, connection errors, timeouts, a cut or malformed stream, and an answer with neither
+text nor tool calls. The wait doubles from `initial_backoff` (with jitter), or is what the
+endpoint's `retry-after` asked, never more than `max_backoff`. 400, 401, 403, 404 and other
+client errors are not retried on the same alias but do move on to the fallbacks. When every
+alias failed, the last error is raised with a note listing each attempt.
+
+If a streamed call fails after some text went out and another attempt follows, the stream yields
+`StreamDelta(restart=True)`: the consumer drops the text shown so far.
+
+Cost is USD from the alias's `price` (per million tokens): uncached input at `input`, cache
+reads at `cache_read`, cache writes at `cache_write`, output at `output`. A cache price left
+unset in agentkit.yaml is charged at the `input` price (an over- rather than under-estimate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from apps.engine.config import AgentkitConfig, ModelConfig, ModelPrice
+from apps.engine.llm.errors import (
+    EmptyResponseError,
+    LLMConfigurationError,
+    LLMConnectionError,
+    LLMError,
+)
+from apps.engine.llm.providers.anthropic import AnthropicProvider
+from apps.engine.llm.providers.base import Provider
+from apps.engine.llm.providers.openai import OpenAIProvider
+from apps.engine.llm.providers.scripted import Script, ScriptedProvider
+from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[Any]]
+
+
+def cost_of(usage: Usage, price: ModelPrice) -> float:
+    """USD for `usage` at `price` (USD per million tokens)."""
+    given = price.model_fields_set
+    read_price = price.cache_read if "cache_read" in given else price.input
+    write_price = price.cache_write if "cache_write" in given else price.input
+    uncached = max(0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens)
+    total = (
+        uncached * price.input
+        + usage.cache_read_tokens * read_price
+        + usage.cache_write_tokens * write_price
+        + usage.output_tokens * price.output
+    )
+    return total / 1_000_000
+
+
+class Gateway:
+    def __init__(
+        self,
+        config: AgentkitConfig,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        sleep: Sleep = asyncio.sleep,
+        providers: dict[str, Provider] | None = None,
+    ):
+        """`http_client`: share one (tests, benchmarks); otherwise the gateway opens its own on
+        first use and `aclose()` closes it. `sleep`: the backoff wait (tests record it).
+        `providers`: alias -> provider instances that replace what config would build."""
+        self.config = config
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._sleep = sleep
+        self._providers: dict[str, Provider] = dict(providers or {})
+
+    @classmethod
+    def for_script(
+        cls,
+        turns: str | Path | Sequence[Any] | dict[str, Any] | Script,
+        *,
+        config: AgentkitConfig | None = None,
+        alias: str | None = None,
+        chunk_delay: float = 0.0,
+        **kwargs: Any,
+    ) -> Gateway:
+        """A gateway whose model `alias` (default: config.llm.main) plays `turns`, in process.
+        `turns` is a script (see providers/scripted.py) as Python data or a YAML file path."""
+        config = config or AgentkitConfig()
+        alias = alias or config.llm.main
+        model = config.models.get(alias)
+        if model is None or model.provider != "scripted":
+            model = ModelConfig(provider="scripted", price=model.price if model else ModelPrice())
+        provider = ScriptedProvider(turns, alias=alias, model=model, chunk_delay=chunk_delay)
+        providers = {**kwargs.pop("providers", {}), alias: provider}
+        return cls(config, providers=providers, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Gateway main={self.config.llm.main!r} aliases={sorted(self.config.models)}>"
+
+    async def __aenter__(self) -> Gateway:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    # ── aliases ───────────────────────────────────────────────────────────────────────────────
+    @property
+    def main_alias(self) -> str:
+        return self.config.llm.main
+
+    @property
+    def auxiliary_alias(self) -> str:
+        """The alias for cheap side calls (summaries): llm.auxiliary_model, else main."""
+        return self.config.llm.auxiliary_model or self.config.llm.main
+
+    def chain(self, alias: str | None = None) -> list[str]:
+        """The aliases one call may try, in order."""
+        alias = alias or self.config.llm.main
+        chain = [alias]
+        for fallback in self.config.llm.fallbacks.get(alias, []):
+            if fallback not in chain:
+                chain.append(fallback)
+        return chain
+
+    def provider(self, alias: str) -> Provider:
+        provider = self._providers.get(alias)
+        if provider is not None:
+            return provider
+        model = self.config.models.get(alias)
+        if model is None:
+            known = ", ".join(sorted(self.config.models)) or "none"
+            raise LLMConfigurationError(
+                f"unknown model alias {alias!r} (configured: {known}); add it under `models:` "
+                f"in agentkit.yaml"
+            )
+        if model.provider == "scripted":
+            provider = ScriptedProvider.from_config(alias, model, self.config)
+        elif model.provider == "anthropic":
+            provider = AnthropicProvider(alias, model, self.config, self._http())
+        else:
+            provider = OpenAIProvider(alias, model, self.config, self._http())
+        self._providers[alias] = provider
+        return provider
+
+    def cost(self, alias: str, usage: Usage) -> float:
+        model = self.config.models.get(alias)
+        return cost_of(usage, model.price) if model else 0.0
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            timeout = self.config.llm.timeout
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
+                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
+            )
+            self._owns_client = True
+        return self._client
+
+    # ── calls ─────────────────────────────────────────────────────────────────────────────────
+    async def complete(
+        self, request: ChatRequest, *, model: str | None = None, fallbacks: bool = True
+    ) -> ChatResponse:
+        """One answer, not streamed on the wire. `fallbacks=False` tries only `model`."""
+        async with aclosing(self._run(request, model, stream=False, fallbacks=fallbacks)) as run:
+            async for delta in run:
+                if delta.response is not None:
+                    return delta.response
+        raise LLMConnectionError("the call ended without an answer")  # pragma: no cover
+
+    async def stream(
+        self, request: ChatRequest, *, model: str | None = None, fallbacks: bool = True
+    ) -> AsyncIterator[StreamDelta]:
+        """Text deltas as they arrive, then one delta whose `.response` is the whole answer."""
+        async with aclosing(self._run(request, model, stream=True, fallbacks=fallbacks)) as run:
+            async for delta in run:
+                yield delta
+
+    async def _run(
+        self, request: ChatRequest, alias: str | None, *, stream: bool, fallbacks: bool
+    ) -> AsyncIterator[StreamDelta]:
+        chain = self.chain(alias) if fallbacks else [alias or self.config.llm.main]
+        max_attempts = self.config.llm.retries.max_attempts
+        failures: list[tuple[str, LLMError]] = []
+        calls = 0
+        for position, name in enumerate(chain):
+            more_aliases = position < len(chain) - 1
+            try:
+                provider = self.provider(name)
+            except LLMConfigurationError as exc:
+                failures.append((name, exc))
+                continue
+            for attempt in range(1, max_attempts + 1):
+                calls += 1
+                emitted = False
+                try:
+                    async with aclosing(provider.generate(request, stream=stream)) as deltas:
+                        async for delta in deltas:
+                            if delta.response is None:
+                                if delta.text:
+                                    emitted = True
+                                    yield delta
+                                continue
+                            response = self._checked(name, provider, delta.response, calls)
+                            yield StreamDelta(response=response)
+                            return
+                    raise LLMConnectionError(f"{name}: the provider ended without an answer")
+                except LLMError as exc:
+                    failures.append((name, exc))
+                    again = exc.retryable and attempt < max_attempts
+                    if emitted and (again or more_aliases):
+                        yield StreamDelta(restart=True)
+                    if not again:
+                        break
+                    delay = self._backoff(attempt, exc)
+                    log.warning(
+                        "LLM call to %s failed (attempt %d of %d): %s; retrying in %.2f s",
+                        name,
+                        attempt,
+                        max_attempts,
+                        exc,
+                        delay,
+                    )
+                    await self._sleep(delay)
+            if more_aliases:
+                log.warning(
+                    "LLM call to %s failed: %s; falling back to %s",
+                    name,
+                    failures[-1][1],
+                    chain[position + 1],
+                )
+        raise _give_up(failures)
+
+    def _checked(
+        self, alias: str, provider: Provider, response: ChatResponse, calls: int
+    ) -> ChatResponse:
+        if not response.content.strip() and not response.tool_calls:
+            raise EmptyResponseError(
+                f"{alias}: the model answered with neither text nor tool calls "
+                f"(finish_reason={response.finish_reason})"
+            )
+        response.alias = alias
+        response.model = response.model or provider.model.model
+        response.cost = self.cost(alias, response.usage)
+        response.attempts = calls
+        return response
+
+    def _backoff(self, attempt: int, error: LLMError) -> float:
+        retries = self.config.llm.retries
+        asked = getattr(error, "retry_after", None)
+        if asked is not None:
+            return min(float(asked), retries.max_backoff)
+        wait = min(retries.max_backoff, retries.initial_backoff * 2 ** (attempt - 1))
+        return wait * random.uniform(0.75, 1.0)
+
+
+def _give_up(failures: list[tuple[str, LLMError]]) -> LLMError:
+    error = failures[-1][1]
+    if len(failures) > 1:
+        summary = ", ".join(f"{alias}: {type(exc).__name__}" for alias, exc in failures)
+        error.add_note(f"LLM call failed after {len(failures)} attempts ({summary})")
+    return error

@@ -1,0 +1,232 @@
+"""OpenAI Chat Completions, as served by OpenAI and every OpenAI-compatible endpoint (DeepSeek,
+Qwen/Bailian, OpenRouter, vLLM, Ollama, llama.cpp).
+
+Pure functions: `build_body` (neutral request → JSON), `parse_response` (JSON → ChatResponse),
+`accumulate` (one SSE event → snapshot). Tolerated in streams: a usage-only chunk whose `choices`
+is `[]` or `null`, tool-call fragments keyed by `index` (id and name only in the first fragment,
+or repeated), a missing `index`, `finish_reason` spellings (`function_call`, `eos`), `[DONE]`
+missing after a finish reason, and an `{"error": ...}` chunk after HTTP 200. Cached prompt tokens
+come from `usage.prompt_tokens_details.cached_tokens` (DeepSeek: `prompt_cache_hit_tokens`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from apps.engine.llm.errors import status_error
+from apps.engine.llm.providers.base import HTTPProvider
+from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
+from apps.engine.llm.types import ChatRequest, ChatResponse, Message, Usage
+
+FINISH_REASONS = {
+    "stop": "stop",
+    "eos": "stop",
+    "eos_token": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+}
+
+# Error codes some servers put in an error chunk after HTTP 200, mapped to an HTTP status.
+_ERROR_CODE_STATUS = {
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "context_length_exceeded": 400,
+    "invalid_api_key": 401,
+    "invalid_request_error": 400,
+}
+
+
+def system_text(request: ChatRequest) -> str:
+    return "\n\n".join(block.text for block in request.system if block.text)
+
+
+def tool_arguments_text(call) -> str:
+    if call.raw_arguments:
+        return call.raw_arguments
+    return json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        out["content"] = message.content or None
+        out["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": tool_arguments_text(call)},
+            }
+            for call in message.tool_calls
+        ]
+    return out
+
+
+def build_body(
+    request: ChatRequest, *, model: str, max_tokens: int, temperature: float | None, stream: bool
+) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    system = system_text(request)
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.extend(message_json(message) for message in request.messages)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_tokens": request.max_tokens or max_tokens,
+    }
+    temperature = request.temperature if request.temperature is not None else temperature
+    if temperature is not None:
+        body["temperature"] = temperature
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                },
+            }
+            for tool in request.tools
+        ]
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def parse_usage(data: dict[str, Any] | None) -> Usage:
+    if not data:
+        return Usage()
+    details = data.get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens") or data.get("prompt_cache_hit_tokens") or 0
+    return Usage(
+        input_tokens=int(data.get("prompt_tokens") or 0),
+        output_tokens=int(data.get("completion_tokens") or 0),
+        cache_read_tokens=int(cached),
+    )
+
+
+def normalize_finish_reason(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    return FINISH_REASONS.get(reason, reason)
+
+
+def parse_response(data: dict[str, Any]) -> ChatResponse:
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    calls = [
+        build_tool_call(
+            call.get("id") or f"call_{index}",
+            (call.get("function") or {}).get("name") or "",
+            (call.get("function") or {}).get("arguments") or "",
+        )
+        for index, call in enumerate(message.get("tool_calls") or [])
+    ]
+    content = message.get("content")
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ChatResponse(
+        content=content or "",
+        tool_calls=calls,
+        usage=parse_usage(data.get("usage")),
+        finish_reason=normalize_finish_reason(choice.get("finish_reason")),
+        model=data.get("model") or "",
+    )
+
+
+def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
+    """Fold one Chat Completions chunk into `snapshot`; return the text it adds."""
+    data = event.data.strip()
+    if data == "[DONE]":
+        snapshot.done = True
+        return ""
+    if not data:
+        return ""
+    chunk = json.loads(data)
+    if not isinstance(chunk, dict):
+        raise TypeError(f"expected a JSON object, got {type(chunk).__name__}")
+    if chunk.get("error"):
+        error = chunk["error"]
+        code = error.get("code") if isinstance(error, dict) else None
+        status = code if isinstance(code, int) and code >= 400 else None
+        if status is None:
+            status = _ERROR_CODE_STATUS.get(str(code), 500)
+        raise status_error(status, chunk)
+    if chunk.get("model"):
+        snapshot.model = chunk["model"]
+    if chunk.get("id"):
+        snapshot.response_id = chunk["id"]
+    if chunk.get("usage"):
+        snapshot.usage = parse_usage(chunk["usage"])
+    text = ""
+    for choice in chunk.get("choices") or []:
+        if choice.get("index", 0) != 0:
+            continue  # n > 1 is never requested
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if content:
+            text += snapshot.add_text(content)
+        for position, fragment in enumerate(delta.get("tool_calls") or []):
+            _add_tool_fragment(snapshot, fragment, position)
+        if choice.get("finish_reason"):
+            snapshot.finish_reason = normalize_finish_reason(choice["finish_reason"])
+    return text
+
+
+def _add_tool_fragment(snapshot: StreamSnapshot, fragment: dict[str, Any], position: int) -> None:
+    index = fragment.get("index")
+    if index is None:  # servers that omit it: a new id starts a call, else continue the last
+        known = [key for key in snapshot.tool_calls if isinstance(key, int)]
+        ids = {draft.id for draft in snapshot.tool_calls.values()}
+        if fragment.get("id") and fragment["id"] not in ids:
+            index = max(known, default=-1) + 1
+        else:
+            index = max(known, default=position)
+    draft = snapshot.tool(index)
+    if fragment.get("id") and not draft.id:
+        draft.id = fragment["id"]
+    function = fragment.get("function") or {}
+    name = function.get("name")
+    if name and name != draft.name:
+        draft.name = draft.name + name if draft.name else name
+    if function.get("arguments"):
+        draft.argument_parts.append(function["arguments"])
+
+
+class OpenAIProvider(HTTPProvider):
+    kind = "openai"
+    request_id_headers: ClassVar[tuple[str, ...]] = ("x-request-id", "request-id")
+    require_done = False
+
+    @property
+    def endpoint(self) -> str:
+        base = (self.model.base_url or "").rstrip("/")
+        return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+
+    def auth_headers(self, api_key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {api_key}"}
+
+    def build_body(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+        return build_body(
+            request,
+            model=self.model.model,
+            max_tokens=self.model.max_tokens,
+            temperature=self.model.temperature,
+            stream=stream,
+        )
+
+    def parse_response(self, data: Any) -> ChatResponse:
+        return parse_response(data)
+
+    def accumulate(self, event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
+        return accumulate(event, snapshot)

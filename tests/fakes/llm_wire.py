@@ -1,0 +1,401 @@
+"""The two wire formats of the fake LLM server: requests in (validated like the services do),
+answers out (JSON bodies and SSE frames). Pure functions; the server is in llm_server.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.engine.llm.cachesim import CacheBlock
+from apps.engine.llm.types import ChatRequest, Message, TextBlock, ToolCall, ToolSpec
+
+CHUNK = re.compile(r"\S+\s*|\s+")  # how text is cut into streamed pieces (words)
+
+
+class BadRequest(Exception):
+    def __init__(self, message: str, status: int = 400, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+@dataclass
+class Answer:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish: str = "stop"  # stop | length | tool_calls
+    input_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output_tokens: int = 0
+
+
+# ── wire → neutral ──────────────────────────────────────────────────────────────────────────────
+def text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    raise BadRequest(f"content must be a string or a list of parts, got {type(content).__name__}")
+
+
+def openai_request(body: dict[str, Any]) -> ChatRequest:
+    if not body.get("model"):
+        raise BadRequest("you must provide a model parameter")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty array")
+    if body.get("stream_options") and not body.get("stream"):
+        raise BadRequest("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+    system: list[TextBlock] = []
+    neutral: list[Message] = []
+    open_calls: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if open_calls and role != "tool":
+            raise BadRequest(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                f"responding to each 'tool_call_id'. (insufficient tool messages following "
+                f"tool_calls message at messages[{index - 1}])"
+            )
+        if role in {"system", "developer"}:
+            system.append(TextBlock(text_of(message.get("content"))))
+        elif role == "user":
+            neutral.append(Message("user", text_of(message.get("content"))))
+        elif role == "assistant":
+            calls = []
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except ValueError:
+                    arguments = {}
+                calls.append(ToolCall(call["id"], function.get("name", ""), arguments))
+                open_calls.add(call["id"])
+            neutral.append(Message("assistant", text_of(message.get("content")), tuple(calls)))
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                raise BadRequest(
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceeding message with 'tool_calls' (messages[{index}].tool_call_id "
+                    f"{call_id!r})."
+                )
+            open_calls.discard(call_id)
+            neutral.append(Message("tool", text_of(message.get("content")), tool_call_id=call_id))
+        else:
+            raise BadRequest(f"messages[{index}].role: unknown role {role!r}")
+    if open_calls:
+        raise BadRequest(
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'."
+        )
+    tools = tuple(
+        ToolSpec(
+            t["function"]["name"],
+            t["function"].get("description", ""),
+            t["function"].get("parameters", {}),
+        )
+        for t in body.get("tools") or []
+    )
+    return ChatRequest(messages=tuple(neutral), system=tuple(system), tools=tools)
+
+
+def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequest:
+    if not headers.get("anthropic-version"):
+        raise BadRequest("anthropic-version: header is required")
+    if not body.get("model"):
+        raise BadRequest("model: Field required")
+    if not isinstance(body.get("max_tokens"), int):
+        raise BadRequest("max_tokens: Field required")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("messages: at least one message is required")
+    breakpoints = 0
+    system = body.get("system")
+    blocks: list[TextBlock] = []
+    if isinstance(system, str):
+        blocks.append(TextBlock(system))
+    elif isinstance(system, list):
+        for index, block in enumerate(system):
+            if block.get("type") != "text" or not block.get("text"):
+                raise BadRequest(f"system.{index}: text content blocks must be non-empty")
+            blocks.append(TextBlock(block["text"], cache="cache_control" in block))
+    breakpoints += sum(1 for b in blocks if b.cache)
+    breakpoints += sum(1 for t in body.get("tools") or [] if "cache_control" in t)
+    neutral: list[Message] = []
+    previous_role = None
+    pending_tool_uses: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role not in {"user", "assistant"}:
+            raise BadRequest(f"messages.{index}.role: Input should be 'user' or 'assistant'")
+        if index == 0 and role != "user":
+            raise BadRequest('messages: first message must use the "user" role')
+        if role == previous_role:
+            raise BadRequest('messages: roles must alternate between "user" and "assistant"')
+        previous_role = role
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(parts, list) or not parts:
+            raise BadRequest(f"messages.{index}: content must be non-empty")
+        answered: set[str] = set()
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for position, part in enumerate(parts):
+            breakpoints += "cache_control" in part
+            kind = part.get("type")
+            if kind == "text":
+                if not part.get("text"):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: text content blocks must be non-empty"
+                    )
+                texts.append(part["text"])
+            elif kind == "tool_use" and role == "assistant":
+                if not isinstance(part.get("input"), dict):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}.input: must be an object"
+                    )
+                calls.append(ToolCall(part["id"], part["name"], part["input"]))
+            elif kind == "tool_result" and role == "user":
+                use_id = part.get("tool_use_id")
+                if use_id not in pending_tool_uses:
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {use_id}. Each `tool_result` block must have a "
+                        "corresponding `tool_use` block in the previous message."
+                    )
+                answered.add(use_id)
+                neutral.append(
+                    Message(
+                        "tool",
+                        text_of(part.get("content")),
+                        tool_call_id=use_id,
+                        is_error=bool(part.get("is_error")),
+                    )
+                )
+            else:
+                raise BadRequest(f"messages.{index}.content.{position}: unexpected block {kind!r}")
+        if role == "user":
+            if pending_tool_uses - answered:
+                raise BadRequest(
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(sorted(pending_tool_uses - answered))}"
+                )
+            pending_tool_uses = set()
+            if texts:
+                neutral.append(Message("user", "\n".join(texts)))
+        else:
+            pending_tool_uses = {call.id for call in calls}
+            neutral.append(Message("assistant", "\n".join(texts), tuple(calls)))
+    if breakpoints > 4:
+        raise BadRequest(
+            f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
+        )
+    tools = tuple(
+        ToolSpec(t["name"], t.get("description", ""), t.get("input_schema", {}))
+        for t in body.get("tools") or []
+    )
+    return ChatRequest(messages=tuple(neutral), system=tuple(blocks), tools=tools)
+
+
+def anthropic_cache_blocks(body: dict[str, Any]) -> list[CacheBlock]:
+    """Tools, then system, then message content blocks; a breakpoint where cache_control is."""
+
+    def block(value: Any) -> CacheBlock:
+        if isinstance(value, dict):
+            marked = "cache_control" in value
+            clean = {k: v for k, v in value.items() if k != "cache_control"}
+            return CacheBlock(json.dumps(clean, sort_keys=True), marked)
+        return CacheBlock(json.dumps(value, sort_keys=True))
+
+    blocks = [block(tool) for tool in body.get("tools") or []]
+    system = body.get("system")
+    if isinstance(system, str):
+        blocks.append(CacheBlock(system))
+    elif isinstance(system, list):
+        blocks += [block(b) for b in system]
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        blocks.append(CacheBlock(f"<{message.get('role')}>"))
+        blocks += [block(part) for part in parts or []]
+    return blocks
+
+
+def openai_prompt_text(body: dict[str, Any]) -> str:
+    """The prompt as one string, in the order the service caches it: tools, then messages."""
+    tools = [json.dumps(tool, sort_keys=True) for tool in body.get("tools") or []]
+    messages = [json.dumps(message, sort_keys=True) for message in body.get("messages") or []]
+    return "".join(tools + messages)
+
+
+def default_error_type(protocol: str, status: int) -> str:
+    if protocol == "anthropic":
+        return {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error")
+    return {400: "invalid_request_error", 401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(
+        status, "server_error"
+    )
+
+
+def error_body(protocol: str, kind: str, message: str) -> dict[str, Any]:
+    if protocol == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+
+# ── OpenAI wire format ─────────────────────────────────────────────────────────────────────────
+def openai_usage(answer: Answer) -> dict[str, Any]:
+    return {
+        "prompt_tokens": answer.input_tokens,
+        "completion_tokens": answer.output_tokens,
+        "total_tokens": answer.input_tokens + answer.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": answer.cache_read},
+    }
+
+
+def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for call in answer.tool_calls
+    ]
+
+
+def openai_completion(body, answer: Answer, number: int) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+    if answer.tool_calls:
+        message["tool_calls"] = openai_tool_calls(answer)
+    return {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": answer.finish}],
+        "usage": openai_usage(answer),
+    }
+
+
+def split_arguments(text: str, pieces: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // pieces))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str | None]]:
+    """(SSE frame, visible text or None for bookkeeping frames)."""
+    base = {
+        "id": f"chatcmpl-fake-{number}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": body["model"],
+    }
+
+    def frame(choices, **extra) -> str:
+        return f"data: {json.dumps({**base, 'choices': choices, **extra})}\n\n"
+
+    def delta(payload, finish=None) -> list[dict[str, Any]]:
+        return [{"index": 0, "delta": payload, "finish_reason": finish}]
+
+    yield frame(delta({"role": "assistant", "content": ""})), None
+    for piece in CHUNK.findall(answer.text):
+        yield frame(delta({"content": piece})), piece
+    for index, call in enumerate(answer.tool_calls):
+        pieces = split_arguments(json.dumps(call.arguments))
+        head = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        yield frame(delta({"tool_calls": [head]})), call.name
+        for piece in pieces:
+            fragment = {"index": index, "function": {"arguments": piece}}
+            yield frame(delta({"tool_calls": [fragment]})), piece
+    yield frame(delta({}, answer.finish)), None
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield frame([], usage=openai_usage(answer)), None
+    yield "data: [DONE]\n\n", None
+
+
+# ── Anthropic wire format ──────────────────────────────────────────────────────────────────────
+ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def anthropic_usage(answer: Answer, output_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": answer.input_tokens - answer.cache_read - answer.cache_write,
+        "cache_creation_input_tokens": answer.cache_write,
+        "cache_read_input_tokens": answer.cache_read,
+        "output_tokens": output_tokens,
+    }
+
+
+def anthropic_message(body, answer: Answer, number: int) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if answer.text:
+        content.append({"type": "text", "text": answer.text})
+    content += [
+        {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+        for c in answer.tool_calls
+    ]
+    return {
+        "id": f"msg_fake_{number}",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": content,
+        "stop_reason": ANTHROPIC_STOP.get(answer.finish, answer.finish),
+        "stop_sequence": None,
+        "usage": anthropic_usage(answer, answer.output_tokens),
+    }
+
+
+def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str | None]]:
+    def frame(kind: str, payload: dict[str, Any]) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **payload})}\n\n"
+
+    message = {**anthropic_message(body, answer, number), "content": [], "stop_reason": None}
+    message["usage"] = anthropic_usage(answer, 1)
+    yield frame("message_start", {"message": message}), None
+    yield frame("ping", {}), None
+    index = 0
+    if answer.text:
+        yield (
+            frame(
+                "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
+            ),
+            None,
+        )
+        for piece in CHUNK.findall(answer.text):
+            delta = {"type": "text_delta", "text": piece}
+            yield frame("content_block_delta", {"index": 0, "delta": delta}), piece
+        yield frame("content_block_stop", {"index": 0}), None
+        index = 1
+    for offset, call in enumerate(answer.tool_calls):
+        position = index + offset
+        start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        yield frame("content_block_start", {"index": position, "content_block": start}), call.name
+        for piece in split_arguments(json.dumps(call.arguments)):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            yield frame("content_block_delta", {"index": position, "delta": delta}), piece
+        yield frame("content_block_stop", {"index": position}), None
+    stop = {"stop_reason": ANTHROPIC_STOP.get(answer.finish, answer.finish), "stop_sequence": None}
+    usage = {"output_tokens": answer.output_tokens}
+    yield frame("message_delta", {"delta": stop, "usage": usage}), None
+    yield frame("message_stop", {}), None
