@@ -232,20 +232,20 @@ class Gateway:
                         break
                     delay = self._backoff(attempt, exc)
                     log.warning(
-                        "LLM call to %s failed (attempt %d of %d): %s; retrying in %.2f s",
+                        "LLM call to %s failed (attempt %d of %d), retrying in %.2f s: %s",
                         name,
                         attempt,
                         max_attempts,
-                        exc,
                         delay,
+                        exc,
                     )
                     await self._sleep(delay)
             if more_aliases:
                 log.warning(
-                    "LLM call to %s failed: %s; falling back to %s",
+                    "LLM call to %s failed, falling back to %s: %s",
                     name,
-                    failures[-1][1],
                     chain[position + 1],
+                    failures[-1][1],
                 )
         raise _give_up(failures)
 
