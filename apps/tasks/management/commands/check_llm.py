@@ -1,0 +1,84 @@
+import asyncio
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.engine.config import ConfigError
+from apps.engine.llm import Gateway
+from apps.engine.llm.probe import PROBE_PROMPT, ProbeResult, probe_model
+from apps.tasks.conf import agent_config
+
+
+class Command(BaseCommand):
+    help = (
+        "Send one short prompt to each configured model alias (or the one named) and print the "
+        "reply, usage (cached tokens included), time to first token and total latency. Exits "
+        "non-zero when any alias fails."
+    )
+    requires_system_checks = []  # reports configuration problems itself, in one line each
+
+    def add_arguments(self, parser):
+        parser.add_argument("--model", metavar="ALIAS", help="check only this alias")
+        parser.add_argument("--json", action="store_true", help="print the results as JSON")
+        parser.add_argument("--prompt", default=PROBE_PROMPT, help="the prompt to send")
+
+    def handle(self, *args, **options):
+        try:
+            config = agent_config()
+        except ConfigError as exc:
+            raise CommandError(str(exc)) from None
+        aliases = sorted(config.models)
+        if options["model"]:
+            if options["model"] not in config.models:
+                raise CommandError(
+                    f"unknown model alias {options['model']!r}; configured: {', '.join(aliases)}"
+                )
+            aliases = [options["model"]]
+        as_json = options["json"]
+        results = asyncio.run(self._check(config, aliases, options["prompt"], show=not as_json))
+        if as_json:
+            payload = {"ok": all(r.ok for r in results), "models": [r.as_dict() for r in results]}
+            self.stdout.write(json.dumps(payload, indent=2))
+        failed = [r.alias for r in results if not r.ok]
+        if failed:
+            raise CommandError(
+                f"{len(failed)} of {len(results)} model aliases failed: {', '.join(failed)}"
+            )
+        if not as_json:
+            self.stdout.write(self.style.SUCCESS(f"{len(results)} of {len(results)} answered."))
+
+    async def _check(self, config, aliases, prompt, *, show):
+        results = []
+        async with Gateway(config) as gateway:
+            for alias in aliases:
+                if show:
+                    model = config.models[alias]
+                    self.stdout.write(f"{alias} ({model.provider} {model.model}) ... ", ending="")
+                    self.stdout.flush()
+                result = await probe_model(gateway, alias, prompt=prompt)
+                if show:
+                    self._print(result)
+                results.append(result)
+        return results
+
+    def _print(self, result: ProbeResult) -> None:
+        if not result.ok:
+            self.stdout.write(self.style.ERROR("FAILED"))
+            self.stdout.write(f"  error    {result.error_type}: {result.error}")
+            return
+        usage = result.usage
+        reply = " ".join(result.content.split())
+        if len(reply) > 200:
+            reply = reply[:199] + "…"
+        retries = f" · {result.attempts} attempts" if result.attempts > 1 else ""
+        self.stdout.write(self.style.SUCCESS("ok"))
+        self.stdout.write(f"  reply    {reply}")
+        self.stdout.write(
+            f"  usage    input {usage.input_tokens} (cached {usage.cache_read_tokens}, "
+            f"cache write {usage.cache_write_tokens}) · output {usage.output_tokens} · "
+            f"cost ${result.cost:.6f}"
+        )
+        self.stdout.write(
+            f"  latency  first token {result.first_token_ms:.0f} ms · total "
+            f"{result.latency_ms:.0f} ms{retries}"
+        )

@@ -1,0 +1,117 @@
+"""`manage.py check_llm` as a real subprocess, against the fake LLM server and the scripted model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.fakes.llm_server import FakeLLMServer
+from tests.support import ROOT, free_port, server_env
+
+KEY = "sk-check-llm-secret-123"
+
+
+@pytest.fixture(scope="module")
+def llm_server():
+    script = [{"text": "Hi, I am the fake model.", "repeat": True}]
+    with FakeLLMServer(script, ttft=0.05, api_key=KEY) as server:
+        yield server
+
+
+def check_llm(tmp_path: Path, config: dict, *args: str, **env: str):
+    path = tmp_path / "agentkit.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return subprocess.run(
+        [sys.executable, "manage.py", "check_llm", *args],
+        cwd=ROOT,
+        env=server_env(tmp_path, AGENTKIT_CONFIG=str(path), **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def fake_models(server: FakeLLMServer) -> dict:
+    return {
+        "models": {
+            "gpt": server.model_entry(
+                "openai", model="gpt-fake", api_key_env="CHECK_LLM_KEY", price={"input": 1}
+            ),
+            "claude": server.model_entry(
+                "anthropic", model="claude-fake", api_key_env="CHECK_LLM_KEY"
+            ),
+        },
+        "llm": {"main": "gpt"},
+    }
+
+
+def test_reports_reply_usage_and_latency_for_every_alias_as_json(tmp_path, llm_server):
+    result = check_llm(tmp_path, fake_models(llm_server), "--json", CHECK_LLM_KEY=KEY)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    by_alias = {entry["alias"]: entry for entry in report["models"]}
+    assert sorted(by_alias) == ["claude", "gpt"]
+    for entry in by_alias.values():
+        assert entry["content"] == "Hi, I am the fake model."
+        assert entry["usage"]["input_tokens"] > 0
+        assert "cache_read_tokens" in entry["usage"]
+        assert 50 <= entry["first_token_ms"] <= entry["latency_ms"]
+    assert by_alias["gpt"]["cost"] > 0
+    assert KEY not in result.stdout + result.stderr
+
+
+def test_text_report_names_each_alias_with_cached_tokens_and_first_token_time(tmp_path, llm_server):
+    result = check_llm(tmp_path, fake_models(llm_server), "--model", "claude", CHECK_LLM_KEY=KEY)
+    assert result.returncode == 0, result.stderr
+    assert "claude (anthropic claude-fake) ... ok" in result.stdout
+    assert "gpt" not in result.stdout
+    assert "reply    Hi, I am the fake model." in result.stdout
+    assert "cached 0" in result.stdout and "first token" in result.stdout
+
+
+def test_offline_scripted_model_answers(tmp_path):
+    result = check_llm(tmp_path, {"models": {"main": {"provider": "scripted"}}})
+    assert result.returncode == 0, result.stderr
+    assert "main (scripted scripted-demo) ... ok" in result.stdout
+    assert "offline scripted model" in result.stdout
+
+
+def test_missing_api_key_is_a_clear_message_and_a_failing_exit(tmp_path, llm_server):
+    config = fake_models(llm_server)
+    config["models"]["local"] = {"provider": "scripted"}
+    result = check_llm(tmp_path, config)  # CHECK_LLM_KEY not set
+    assert result.returncode == 1
+    assert "environment variable CHECK_LLM_KEY is not set" in result.stdout
+    assert "local (scripted scripted-demo) ... ok" in result.stdout
+    assert "2 of 3 model aliases failed: claude, gpt" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_unreachable_endpoint_is_a_clear_message_and_a_failing_exit(tmp_path):
+    config = {
+        "models": {
+            "main": {"provider": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1"}
+        },
+        "llm": {"retries": {"max_attempts": 1}},
+    }
+    result = check_llm(tmp_path, config, "--json")
+    assert result.returncode == 1
+    (entry,) = json.loads(result.stdout)["models"]
+    assert entry["error_type"] == "LLMConnectionError"
+    assert "Check models.main.base_url" in entry["error"]
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_alias_and_invalid_config_are_refused_without_traceback(tmp_path):
+    result = check_llm(tmp_path, {"models": {"main": {"provider": "scripted"}}}, "--model", "x")
+    assert result.returncode == 1
+    assert "unknown model alias 'x'; configured: main" in result.stderr
+    broken = check_llm(tmp_path, {"models": {"main": {"provider": "gemini"}}})
+    assert broken.returncode == 1
+    assert "models.main.provider" in broken.stderr and "Traceback" not in broken.stderr
