@@ -158,11 +158,23 @@ def _parent_dir(wp: WorkspacePath, *, create: bool = False) -> Iterator[tuple[in
                 os.mkdir(part, 0o777, dir_fd=fd)
                 created.append("/".join(parts[: index + 1]))
                 next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                # O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR (or ELOOP)
+                if exc.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(part, fd):
+                    raise OSError(errno.ELOOP, "a directory became a symbolic link") from None
+                raise
             os.close(fd)
             fd = next_fd
         yield fd, parts[-1], created
     finally:
         os.close(fd)
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _os_refusal(wp: WorkspacePath, exc: OSError, verb: str) -> PathRefusedError:

@@ -37,7 +37,7 @@ from apps.tools.builtin.symbols import (
     leading_comment_start,
 )
 
-READ_BUDGET_CHARS = 9_000  # under the ToolSet's 10,000-character cap, so we window, not it
+READ_BUDGET_CHARS = 9_500  # whole output, under the ToolSet's 10,000-character cap
 LIST_BUDGET_CHARS = 1_500  # for symbol lists inside notes and errors
 SYMBOL_CACHE_SIZE = 32
 
@@ -185,7 +185,12 @@ class ReadFileTool(Tool):
                 f"lines {start_line or span[0]}-{end_line or span[1]} are outside {what} "
                 f"(lines {span[0]}-{span[1]}).",
             )
-        body, shown_last = numbered_window(lines, first, last, budget=READ_BUDGET_CHARS)
+        # Leave room for the header and notes so the whole output stays under the budget.
+        budget = READ_BUDGET_CHARS - 200 - sum(len(note) + 1 for note in notes)
+        body, shown_last = numbered_window(lines, first, last, budget=budget)
+        if shown_last < last:  # the continuation note may list up to LIST_BUDGET_CHARS of symbols
+            budget -= LIST_BUDGET_CHARS + 300
+            body, shown_last = numbered_window(lines, first, last, budget=budget)
         info["lines"] = [first, shown_last]
         info["windowed"] = shown_last < last
         if shown_last < last:
