@@ -186,13 +186,13 @@ class Gateway:
                     return delta.response
         raise LLMConnectionError("the call ended without an answer")  # pragma: no cover
 
-    async def stream(
+    def stream(
         self, request: ChatRequest, *, model: str | None = None, fallbacks: bool = True
     ) -> AsyncIterator[StreamDelta]:
-        """Text deltas as they arrive, then one delta whose `.response` is the whole answer."""
-        async with aclosing(self._run(request, model, stream=True, fallbacks=fallbacks)) as run:
-            async for delta in run:
-                yield delta
+        """An async generator: text deltas as they arrive, then one delta whose `.response` is
+        the whole answer. Closing it early (`aclose()`, or leaving `async with aclosing(...)`)
+        releases the connection."""
+        return self._run(request, model, stream=True, fallbacks=fallbacks)
 
     async def _run(
         self, request: ChatRequest, alias: str | None, *, stream: bool, fallbacks: bool

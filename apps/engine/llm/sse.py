@@ -62,6 +62,14 @@ class SSEDecoder:
             return []
         buffer = self._buffer + text if self._buffer else text
         events: list[ServerSentEvent] = []
+        if "\r" not in buffer:  # the usual case: str.split is much faster than a regex walk
+            lines = buffer.split("\n")
+            self._buffer = lines.pop()  # after the last line end: incomplete
+            for line in lines:
+                event = self._line(line)
+                if event is not None:
+                    events.append(event)
+            return events
         position = 0
         end_of_buffer = len(buffer)
         for match in _LINE_END.finditer(buffer):
@@ -91,6 +99,9 @@ class SSEDecoder:
     def _line(self, line: str) -> ServerSentEvent | None:
         if not line:
             return self._dispatch()
+        if line.startswith("data: "):  # fast path for the most common line
+            self._data.append(line[6:])
+            return None
         if line.startswith(":"):
             return None
         name, colon, value = line.partition(":")
