@@ -34,7 +34,15 @@ from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.config import AgentkitConfig
 from apps.engine.events import ErrorStruct, Event, EventType, FinalStatus
 from apps.engine.llm.errors import LLMError
-from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, ToolCall, Usage
+from apps.engine.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.ports import ModelClient, TaskHooks, VerificationOutcome, Verifier
 from apps.engine.prompt import build_system_prompt
@@ -90,6 +98,7 @@ class _Run:
 
     task: AgentTask
     tools: ToolSet = field(default_factory=ToolSet)
+    specs: tuple[ToolSpec, ...] = ()  # what the model is offered: the same bytes every step
     system: tuple[TextBlock, ...] = ()
     messages: list[Message] = field(default_factory=list)
     max_steps: int = 1
@@ -221,7 +230,7 @@ class ReActEngine:
         request = ChatRequest(
             messages=tuple(run.messages),
             system=run.system,
-            tools=run.tools.specs() if run.task.mode == "react" else (),
+            tools=run.specs,
         )
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
@@ -361,6 +370,7 @@ class ReActEngine:
         task, cfg = run.task, self.config
         names = self.tools.names() if task.tools is None else task.tools
         run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
+        run.specs = run.tools.specs() if task.mode == "react" else ()
         run.system = build_system_prompt(
             mode=task.mode,
             skill_prompt=task.system_prompt,

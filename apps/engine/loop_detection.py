@@ -38,7 +38,11 @@ class _Entry:
     action: bytes | None  # hash of the action; None: a reply without action
     outcome: bytes  # hash of (action, observation)
     error: bool
-    summary: str  # the action, shortened, for messages
+    action_text: str  # for messages
+
+    @property
+    def summary(self) -> str:
+        return _shorten(self.action_text)
 
 
 def _digest(*parts: str) -> bytes:
@@ -79,7 +83,7 @@ class LoopDetector:
         if action is None:
             entry = _Entry(None, _digest("\x01no-action"), False, "")
         else:
-            entry = _Entry(_digest(action), _digest(action, observation), error, _shorten(action))
+            entry = _Entry(_digest(action), _digest(action, observation), error, action)
         self._window.append(entry)
         found = self._find()
         if found is None:
@@ -91,9 +95,10 @@ class LoopDetector:
         return LoopVerdict(pattern, fatal, message)
 
     def _tail(self, count: int) -> list[_Entry] | None:
-        if len(self._window) < count:
+        window = self._window
+        if len(window) < count:
             return None
-        return list(self._window)[-count:]
+        return [window[i] for i in range(-count, 0)]
 
     def _find(self) -> tuple[Pattern, str] | None:
         cfg = self.config
