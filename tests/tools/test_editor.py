@@ -403,6 +403,20 @@ async def test_crlf_file_round_trips_unchanged(call, workspace):
     assert (workspace / "win.txt").read_bytes() == original
 
 
+async def test_lf_file_stays_lf_when_the_model_sends_crlf(call, workspace):
+    (workspace / "unix.txt").write_bytes(b"a\nb\n")
+
+    replaced = await edit(
+        call, command="str_replace", path="unix.txt", old_str="a\r\nb", new_str="x\r\ny"
+    )
+    inserted = await edit(
+        call, command="insert_at_line", path="unix.txt", insert_line=0, new_str="0\r\n"
+    )
+
+    assert replaced.ok and inserted.ok
+    assert (workspace / "unix.txt").read_bytes() == b"0\nx\ny\n"
+
+
 async def test_crlf_is_kept_when_a_file_is_overwritten(call, workspace):
     (workspace / "win.txt").write_bytes(b"a\r\nb\r\n")
 

@@ -251,6 +251,8 @@ class StrReplaceEditorTool(Tool):
             # Replacing a file keeps its conventions: encoding, BOM, CRLF.
             if old.crlf and "\r\n" not in file_text:
                 file_text = file_text.replace("\n", "\r\n")
+            elif "\r\n" not in old.text:
+                file_text = file_text.replace("\r\n", "\n")
             target = old
         else:
             target = TextFile("", "utf-8")
@@ -274,7 +276,7 @@ class StrReplaceEditorTool(Tool):
         source = await asyncio.to_thread(read_text, wp)
         crlf = source.crlf
         text = source.text.replace("\r\n", "\n") if crlf else source.text
-        if crlf:
+        if crlf or "\r\n" not in text:  # the file's line endings win over the model's
             old_str, new_str = old_str.replace("\r\n", "\n"), new_str.replace("\r\n", "\n")
         if old_str == new_str:
             return ToolResult.failure(
@@ -319,7 +321,7 @@ class StrReplaceEditorTool(Tool):
         source = await asyncio.to_thread(read_text, wp)
         crlf = source.crlf
         text = source.text.replace("\r\n", "\n") if crlf else source.text
-        if crlf:
+        if crlf or "\r\n" not in text:
             new_str = new_str.replace("\r\n", "\n")
         lines = _split_keepends(text)
         total = len(lines)

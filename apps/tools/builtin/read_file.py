@@ -15,6 +15,7 @@ import asyncio
 import difflib
 import hashlib
 import os
+import threading
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,6 +36,7 @@ from apps.tools.builtin.symbols import (
     extract_symbols,
     language_for_path,
     leading_comment_start,
+    supported_languages_phrase,
 )
 
 READ_BUDGET_CHARS = 9_500  # whole output, under the ToolSet's 10,000-character cap
@@ -46,8 +48,8 @@ class ReadFileTool(Tool):
     name = "read_file"
     description = (
         "Read a text file with line numbers. To read one definition instead of a whole file, "
-        "pass symbol: a function or class name, or 'Class.method' (Python, TypeScript, "
-        "JavaScript, Go, Rust, Java, C/C++); you get its lines with decorators and the comment "
+        "pass symbol: a function or class name, or 'Class.method' "
+        f"({supported_languages_phrase()}); you get its lines with decorators and the comment "
         "above it, far cheaper than the whole file. start_line / end_line (1-based, inclusive) "
         "narrow the result further. Large files are shown in windows; the note says how to "
         "continue. The line numbers are not part of the file: leave them out of edits."
@@ -83,6 +85,7 @@ class ReadFileTool(Tool):
     def __init__(self, ctx: ToolContext):
         self.ctx = ctx
         self._symbol_cache: dict[tuple[bytes, str], list[SymbolSpan]] = {}
+        self._cache_lock = threading.Lock()  # reads run in worker threads
 
     async def execute(
         self,
@@ -213,12 +216,14 @@ class ReadFileTool(Tool):
 
     def _symbols(self, data: bytes, text: str, language: str) -> list[SymbolSpan]:
         key = (hashlib.blake2b(data, digest_size=16).digest(), language)
-        cached = self._symbol_cache.get(key)
+        with self._cache_lock:
+            cached = self._symbol_cache.get(key)
         if cached is None:
             cached = extract_symbols(text, language)
-            if len(self._symbol_cache) >= SYMBOL_CACHE_SIZE:
-                self._symbol_cache.pop(next(iter(self._symbol_cache)))
-            self._symbol_cache[key] = cached
+            with self._cache_lock:
+                if len(self._symbol_cache) >= SYMBOL_CACHE_SIZE:
+                    self._symbol_cache.pop(next(iter(self._symbol_cache)))
+                self._symbol_cache[key] = cached
         return cached
 
 

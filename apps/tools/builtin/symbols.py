@@ -19,7 +19,6 @@ import ast
 import importlib
 import threading
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -31,6 +30,7 @@ __all__ = [
     "language_for_path",
     "leading_comment_start",
     "supported_languages",
+    "supported_languages_phrase",
 ]
 
 # Kinds that contain other definitions: a function directly inside one of these is a method, and
@@ -113,6 +113,22 @@ def language_for_path(path: str) -> str | None:
     return language if _tree_sitter_language(language) is not None else None
 
 
+def supported_languages_phrase() -> str:
+    """The supported languages in words, for tool descriptions ("Python, TypeScript, ...")."""
+    names = {
+        "python": "Python",
+        "typescript": "TypeScript",
+        "javascript": "JavaScript",
+        "go": "Go",
+        "rust": "Rust",
+        "java": "Java",
+        "c": "C",
+        "cpp": "C++",
+    }
+    available = set(supported_languages())
+    return ", ".join(label for key, label in names.items() if key in available)
+
+
 def supported_languages() -> list[str]:
     return sorted({"python"} | {lang for lang in _LANGUAGES if _tree_sitter_language(lang)})
 
@@ -125,6 +141,8 @@ def extract_symbols(source: str, language: str) -> list[SymbolSpan]:
         try:
             return _python_symbols_ast(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
+            if _tree_sitter_language("python") is None:
+                return []
             return _tree_sitter_symbols(source, "python")
     if language not in _LANGUAGES:
         raise UnsupportedLanguageError(
@@ -558,8 +576,3 @@ def _end_row(node: Any, language: str) -> int:
             break
         node = children[-1]
     return node.end_point[0]
-
-
-def iter_outline(symbols: list[SymbolSpan]) -> Iterator[SymbolSpan]:
-    """The symbols worth listing to a reader: everything not local to a function body."""
-    return (s for s in symbols if not s.local)
