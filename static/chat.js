@@ -81,7 +81,8 @@
       card.classList.add(ok ? "ok" : "failed");
       card.querySelector(".tool-state").textContent = ok ? "done" : "error" + (ev.data.error_code ? " · " + ev.data.error_code : "");
       const section = el("div", { class: "tool-section" }, el("div", { class: "label", text: ok ? "result" : "error" }));
-      if (ev.data.diff) section.append(diffView(ev.data.diff));
+      const extra = ev.data.data || {};
+      if (extra.diff) section.append(diffView(extra.diff));
       section.append(el("pre", { class: "result", text: ok ? (ev.data.output || "") : ((ev.data.error || "") + (ev.data.output ? "\n" + ev.data.output : "")) }));
       card.append(section);
     },

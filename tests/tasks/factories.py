@@ -15,8 +15,8 @@ def make_workspace(name: str, root, *members) -> Workspace:
     return workspace
 
 
-def make_task(user, workspace, goal="do a thing", **fields) -> Task:
-    return Task.objects.create(user=user, workspace=workspace, mode="react", goal=goal, **fields)
+def make_task(user, workspace, goal="do a thing", mode="react", **fields) -> Task:
+    return Task.objects.create(user=user, workspace=workspace, mode=mode, goal=goal, **fields)
 
 
 def add_events(task: Task, *types: str) -> list[TaskEvent]:

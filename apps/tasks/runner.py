@@ -1,0 +1,246 @@
+"""The only bridge between the engine and Django: builds the engine for a task (model gateway,
+tools rooted in the workspace, config, verifier), runs it, and turns every engine event into a
+`TaskEvent` row (contiguous `seq`, the source of truth) and then a message to channel-layer group
+`task.<id>`. Lifecycle hooks set the task's final status; whatever goes wrong — a bad workspace,
+an engine bug — the task still ends with an `error` event, `task_finished`, and a final status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from contextlib import aclosing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.utils import timezone
+
+from apps.engine.cancellation import CancellationToken
+from apps.engine.config import AgentkitConfig
+from apps.engine.llm.gateway import Gateway
+from apps.engine.loop import ReActEngine
+from apps.engine.ports import TaskHooks
+from apps.engine.task import AgentTask, TaskResult
+from apps.engine.tools import ToolSet
+from apps.tasks.conf import agent_config
+from apps.tasks.consumers import task_group
+from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
+from apps.tools.builtin.context import ToolContext
+from apps.tools.builtin.registry import available_tool_names, build_tools
+
+log = logging.getLogger(__name__)
+
+ENGINE_MODES = ("direct_chat", "react")
+CANCEL_POLL_SECONDS = 0.25
+
+
+class RunAborted(Exception):
+    """The task cannot start (bad workspace, unavailable mode); carries the error for the user."""
+
+    def __init__(self, error_code: str, message: str, suggestions: list[str] | None = None):
+        super().__init__(message)
+        self.error_struct = {
+            "error_code": error_code,
+            "message": message,
+            "suggestions": suggestions or [],
+            "retryable": False,
+        }
+
+
+class EventRecorder:
+    """Persists events with a contiguous seq (continuing after earlier runs of the task), then
+    broadcasts them. The row is committed before the broadcast, so a socket that replays from
+    the database and then listens never misses an event."""
+
+    def __init__(self, task: Task):
+        self.task_id = task.pk
+        self.seq = task.last_seq
+        self.extra_started: dict[str, Any] = {
+            "workspace": {"id": task.workspace_id, "name": task.workspace.name},
+            "skill": task.skill,
+            "client_msg_id": task.client_msg_id,
+        }
+        self.finished = False
+        self.layer = get_channel_layer()
+
+    async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
+        if kind == "task_started":
+            data = {**data, **self.extra_started}
+        self.seq += 1
+        when = ts or timezone.now()
+        event = await sync_to_async(_persist_event)(self.task_id, self.seq, kind, data, when)
+        message = event.as_message()
+        if kind == "task_finished":
+            self.finished = True
+        try:
+            await self.layer.group_send(
+                task_group(self.task_id), {"type": "task.event", "event": message}
+            )
+        except Exception:  # the row is stored: sockets catch up by replay
+            log.warning("broadcast of task %s seq %s failed", self.task_id, self.seq, exc_info=True)
+        return message
+
+
+def _persist_event(task_id: int, seq: int, kind: str, data: dict, when: datetime) -> TaskEvent:
+    with transaction.atomic():
+        event = TaskEvent.objects.create(task_id=task_id, seq=seq, type=kind, data=data, ts=when)
+        updates: dict[str, Any] = {"last_seq": seq}
+        if kind == "task_started":
+            updates.update(status=TaskStatus.RUNNING, started_at=when)
+        Task.objects.filter(pk=task_id).update(**updates)
+    return event
+
+
+def _finish(task_id: int, result: TaskResult) -> None:
+    Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+        status=result.status,
+        result=result.final,
+        error=result.error.model_dump(mode="json") if result.error else None,
+        usage=result.usage.model_dump(mode="json"),
+        cost=result.cost,
+        finished_at=timezone.now(),
+    )
+
+
+class RunnerHooks(TaskHooks):
+    """The engine's lifecycle hooks set the final status (exactly one fires per run)."""
+
+    def __init__(self, task_id: int):
+        self.task_id = task_id
+
+    async def on_task_complete(self, result: TaskResult) -> None:
+        await sync_to_async(_finish)(self.task_id, result)
+
+    async def on_task_failed(self, result: TaskResult) -> None:
+        await sync_to_async(_finish)(self.task_id, result)
+
+    async def on_task_cancelled(self, result: TaskResult) -> None:
+        await sync_to_async(_finish)(self.task_id, result)
+
+
+def _load(task_id: int) -> Task | None:
+    return Task.objects.select_related("workspace").filter(pk=task_id).first()
+
+
+def _cancel_requested(task_id: int) -> bool:
+    return Task.objects.filter(pk=task_id, cancel_requested_at__isnull=False).exists()
+
+
+def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
+    if task.mode not in ENGINE_MODES:
+        raise RunAborted(
+            "mode_not_available",
+            f"mode {task.mode!r} is not available yet; this version runs direct_chat and react",
+            ["Send the message again with @react (tools) or @chat (a single answer)."],
+        )
+    skill = config.skills.get(task.skill) if task.skill else None
+    return AgentTask(
+        task_id=task.pk,
+        goal=task.goal,
+        mode=task.mode,
+        system_prompt=skill.system_prompt if skill else "",
+        tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
+        model=skill.model if skill else None,
+    )
+
+
+def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
+    root = Path(task.workspace.root_dir)
+    if not root.is_dir():
+        raise RunAborted(
+            "workspace_missing",
+            f"the workspace directory {root} does not exist",
+            ["Create it, or fix the workspace's root directory in admin."],
+        )
+    from apps.engine.sandbox import Sandbox
+
+    return ToolContext(
+        root=root,
+        sandbox=Sandbox.from_config(config.sandbox),
+        network=config.sandbox.network,
+        timeout_seconds=config.sandbox.timeout_seconds,
+        verification_commands=tuple(task.workspace.verification_commands or ()),
+    )
+
+
+def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActEngine:
+    ctx = build_tool_context(task, config)
+    tools = ToolSet(
+        build_tools(ctx, available_tool_names()),
+        max_output_chars=config.react.tool_output_max_chars,
+    )
+    return ReActEngine(gateway, tools, config, hooks=RunnerHooks(task.pk))
+
+
+async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
+    """Cancellation requested through the API or a socket (any process) reaches the engine here."""
+    while not token.cancelled:
+        if await sync_to_async(_cancel_requested)(task_id):
+            token.cancel("cancelled by the user")
+            return
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+
+
+async def run_task(task_id: int) -> str:
+    """Run one task to its end; returns the final status. Safe to call for a finished task."""
+    task = await sync_to_async(_load)(task_id)
+    if task is None:
+        log.warning("run_task: task %s does not exist", task_id)
+        return "missing"
+    if task.status in FINAL_STATUSES:
+        return task.status
+    recorder = EventRecorder(task)
+    token = CancellationToken()
+    watcher = asyncio.create_task(_watch_cancel(task.pk, token))
+    gateway: Gateway | None = None
+    started = time.monotonic()
+    try:
+        config = agent_config()
+        agent_task = build_agent_task(task, config)
+        gateway = Gateway(config)
+        engine = build_engine(task, config, gateway)
+        async with aclosing(engine.run(agent_task, cancel=token)) as events:
+            async for event in events:
+                await recorder.record(event.type, event.data, event.ts)
+    except RunAborted as aborted:
+        await _abort(recorder, task, aborted.error_struct, started)
+    except Exception:
+        log.exception("task %s crashed in the runner", task_id)
+        if not recorder.finished:
+            await _abort(
+                recorder,
+                task,
+                {
+                    "error_code": "internal_error",
+                    "message": "agentkit failed while running this task; the server log has the details",
+                    "suggestions": ["Try again; if it keeps failing, report it with the task id."],
+                    "retryable": True,
+                },
+                started,
+            )
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+        if gateway is not None:
+            await gateway.aclose()
+    final = await sync_to_async(_load)(task_id)
+    return final.status if final else "missing"
+
+
+async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:
+    """End a task the engine could not run (or that crashed) the way the engine ends one."""
+    if recorder.seq == task.last_seq:  # nothing recorded yet in this run
+        await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
+    await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})
+    from apps.engine.events import ErrorStruct
+
+    result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
+    await recorder.record("task_finished", result.event_data())
+    await sync_to_async(_finish)(task.pk, result)

@@ -1,0 +1,140 @@
+"""runner.run_task end to end: real workspace files, the scripted model, persisted events."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import textwrap
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from apps.tasks.conf import reload_agent_config
+from apps.tasks.models import Task, TaskEvent
+from apps.tasks.runner import run_task
+from apps.tasks.services import task_request_cancel
+from tests.support import ROOT
+from tests.tasks.factories import make_task, make_user, make_workspace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    root = tmp_path / "demo"
+    shutil.copytree(ROOT / "demo" / "workspace", root)
+    user = make_user("alice")
+    return user, make_workspace("demo", root, user), root
+
+
+@pytest.fixture
+def config_file(settings, tmp_path):
+    """Point the app at a temporary agentkit.yaml; restore the shipped one afterwards."""
+
+    def use(text: str):
+        path = tmp_path / "agentkit.yaml"
+        path.write_text(textwrap.dedent(text))
+        settings.AGENTKIT_CONFIG = str(path)
+        reload_agent_config()
+        return path
+
+    yield use
+    settings.AGENTKIT_CONFIG = str(ROOT / "agentkit.yaml")
+    reload_agent_config()
+
+
+def events_of(task) -> list[TaskEvent]:
+    return list(TaskEvent.objects.filter(task=task).order_by("seq"))
+
+
+async def test_demo_task_reads_by_symbol_edits_and_completes(demo):
+    user, workspace, root = demo
+    task = await sync_to_async(make_task)(
+        user, workspace, goal="fix the failing test in tests/test_slug.py"
+    )
+    assert await run_task(task.pk) == "completed"
+
+    assert 'r"[^a-zA-Z0-9]+"' in (root / "textkit" / "slug.py").read_text()
+    events = await sync_to_async(events_of)(task)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "task_started" and kinds[-1] == "task_finished"
+    calls = [e.data for e in events if e.type == "tool_call"]
+    assert [c["name"] for c in calls] == ["read_file", "str_replace_editor"]
+    assert calls[0]["arguments"] == {"path": "textkit/slug.py", "symbol": "slugify"}
+    results = [e.data for e in events if e.type == "tool_result"]
+    assert all(r["ok"] for r in results), results
+    assert "def slugify" in results[0]["output"]
+    assert "token" in kinds and "final_answer" in kinds
+    assert events[0].data["workspace"] == {"id": workspace.pk, "name": "demo"}
+
+    task = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert task.status == "completed" and task.last_seq == len(events)
+    assert "[^a-zA-Z0-9]+" in task.result
+    assert task.usage["input_tokens"] > 0 and task.usage["llm_calls"] == 3
+    assert task.started_at and task.finished_at
+
+
+async def test_a_finished_task_is_not_run_twice(demo):
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
+    assert await run_task(task.pk) == "completed"
+    count = await sync_to_async(TaskEvent.objects.filter(task=task).count)()
+    assert await run_task(task.pk) == "completed"
+    assert await sync_to_async(TaskEvent.objects.filter(task=task).count)() == count
+
+
+async def test_unbuilt_mode_fails_with_a_clear_error_never_another_mode(demo):
+    user, workspace, root = demo
+    task = await sync_to_async(make_task)(
+        user, workspace, goal="fix the failing test", mode="plan_exec"
+    )
+    assert await run_task(task.pk) == "failed"
+    events = await sync_to_async(events_of)(task)
+    assert [e.type for e in events] == ["task_started", "error", "task_finished"]
+    assert events[1].data["error_struct"]["error_code"] == "mode_not_available"
+    assert "@react" in events[1].data["error_struct"]["suggestions"][0]
+    assert 'r"[^a-zA-Z0-9]"' in (root / "textkit" / "slug.py").read_text()  # nothing ran
+
+
+async def test_missing_workspace_directory_fails_the_task_with_advice(demo, tmp_path):
+    user, workspace, _ = demo
+    workspace.root_dir = str(tmp_path / "gone")
+    await sync_to_async(workspace.save)()
+    task = await sync_to_async(make_task)(user, workspace, goal="fix it")
+    assert await run_task(task.pk) == "failed"
+    task = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert task.error["error_code"] == "workspace_missing"
+    assert "does not exist" in task.error["message"]
+
+
+async def test_cancel_requested_mid_tool_stops_the_task_promptly(demo, config_file, tmp_path):
+    script = tmp_path / "slow.yaml"
+    script.write_text(
+        textwrap.dedent(
+            """
+            - text: "Running a long command."
+              tool_calls: [{name: shell, arguments: {command: "sleep 30"}}]
+            - "done"
+            """
+        )
+    )
+    config_file(
+        f"""
+        models: {{main: {{provider: scripted, script: {script}}}}}
+        sandbox: {{mode: "off"}}
+        """
+    )
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="run the long thing")
+    runner = asyncio.create_task(run_task(task.pk))
+    for _ in range(200):
+        if await sync_to_async(TaskEvent.objects.filter(task=task, type="tool_call").exists)():
+            break
+        await asyncio.sleep(0.05)
+    started = asyncio.get_running_loop().time()
+    assert await sync_to_async(task_request_cancel)(task=task)
+    assert await asyncio.wait_for(runner, timeout=10) == "cancelled"
+    assert asyncio.get_running_loop().time() - started < 5
+    events = await sync_to_async(events_of)(task)
+    assert events[-1].type == "task_finished" and events[-1].data["status"] == "cancelled"
