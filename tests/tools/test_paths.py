@@ -186,7 +186,10 @@ def test_write_keeps_permission_bits_and_creates_parents(workspace):
     write_bytes(resolve_path(workspace, "run.sh", write=True), b"echo 2\n")
     created = write_bytes(resolve_path(workspace, "a/b/c.txt", write=True), b"x")
 
+    umask = os.umask(0o022)
+    os.umask(umask)
     assert script.stat().st_mode & 0o777 == 0o755
+    assert (workspace / "a" / "b" / "c.txt").stat().st_mode & 0o777 == 0o666 & ~umask
     assert script.read_text() == "echo 2\n"
     assert created == ["a", "a/b"]
     assert (workspace / "a" / "b" / "c.txt").read_bytes() == b"x"

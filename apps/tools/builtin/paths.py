@@ -233,24 +233,27 @@ def write_bytes(wp: WorkspacePath, data: bytes) -> list[str]:
     its permission bits; parents are created. Returns the directories it created."""
     try:
         with _parent_dir(wp, create=True) as (dir_fd, name, created):
-            mode = 0o666 & ~_umask()
+            keep_mode: int | None = None
             with contextlib.suppress(FileNotFoundError):
                 info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
                 if stat.S_ISDIR(info.st_mode):
                     raise PathRefusedError("is_a_directory", f"{wp.shown} is a directory")
                 if stat.S_ISREG(info.st_mode):
-                    mode = stat.S_IMODE(info.st_mode)
+                    keep_mode = stat.S_IMODE(info.st_mode)
             temp = f".{name}.{secrets.token_hex(4)}.agentkit-tmp"
+            # A new file gets 0o666 minus the umask, like any new file; a replaced one starts
+            # private and gets its old mode back before it takes the old one's place.
             fd = os.open(
                 temp,
                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
+                0o666 if keep_mode is None else 0o600,
                 dir_fd=dir_fd,
             )
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
-                    os.fchmod(handle.fileno(), mode)
+                    if keep_mode is not None:
+                        os.fchmod(handle.fileno(), keep_mode)
                 # rename replaces a symbolic link that might have appeared; it never follows it
                 os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
@@ -265,26 +268,18 @@ def write_bytes(wp: WorkspacePath, data: bytes) -> list[str]:
 def delete_file(wp: WorkspacePath, *, remove_dirs: tuple[str, ...] = ()) -> None:
     """Delete the file (never following a link), then the listed directories if they are empty
     (deepest first): undo of a create that also created parents."""
-    with contextlib.suppress(FileNotFoundError), _parent_dir(wp) as (dir_fd, name, _):
-        os.unlink(name, dir_fd=dir_fd)
+    try:
+        with _parent_dir(wp) as (dir_fd, name, _):
+            os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _os_refusal(wp, exc, "delete") from None
     for relative in sorted(remove_dirs, key=lambda r: r.count("/"), reverse=True):
         with contextlib.suppress(OSError):
             target = WorkspacePath(wp.root, wp.root / relative, relative)
             with _parent_dir(target) as (dir_fd, name, _):
-                os.rmdir(name, dir_fd=dir_fd)
-
-
-def _umask() -> int:
-    # os.umask can only be read by setting it; the file tools run in threads, so read it once.
-    global _UMASK
-    if _UMASK is None:
-        current = os.umask(0o022)
-        os.umask(current)
-        _UMASK = current
-    return _UMASK
-
-
-_UMASK: int | None = None
+                os.rmdir(name, dir_fd=dir_fd)  # fails, and is skipped, if no longer empty
 
 
 # --- text ----------------------------------------------------------------------------------------
