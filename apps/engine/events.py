@@ -6,7 +6,7 @@ unchanged. `ts` is an aware UTC datetime (ISO 8601 in JSON). Clients ignore type
 
 What the engine itself emits, with its `data`:
 
-    task_started         mode, model, goal, tools, max_steps
+    task_started         mode, model, goal, tools, unavailable_tools, max_steps
     token                step, text            (batched; `restart: true` = drop this step's text)
     tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON)
     tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms

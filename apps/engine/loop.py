@@ -99,6 +99,7 @@ class _Run:
     task: AgentTask
     tools: ToolSet = field(default_factory=ToolSet)
     specs: tuple[ToolSpec, ...] = ()  # what the model is offered: the same bytes every step
+    unavailable_tools: list[str] = field(default_factory=list)
     system: tuple[TextBlock, ...] = ()
     messages: list[Message] = field(default_factory=list)
     max_steps: int = 1
@@ -179,6 +180,7 @@ class ReActEngine:
                     model=task.model or self.config.llm.main,
                     goal=task.goal,
                     tools=run.tools.names(),
+                    unavailable_tools=run.unavailable_tools,
                     max_steps=run.max_steps,
                 )
                 while True:
@@ -195,7 +197,8 @@ class ReActEngine:
                 log.exception("engine error in task %s", task.task_id)
                 crash, run.outcome = exc, Failed(error=failures.engine_bug(exc))
             if run.outcome.status == "failed":
-                yield run.event("error", step=run.steps, fatal=True, error_struct=_dump(run))
+                struct = run.outcome.error.model_dump()
+                yield run.event("error", step=run.steps, fatal=True, error_struct=struct)
             yield run.event("task_finished", **run.result().event_data())
             if crash is not None:
                 raise crash
@@ -227,11 +230,7 @@ class ReActEngine:
 
     async def _query(self, run: _Run) -> AsyncIterator[Event]:
         """One streamed model call; its text goes out as batched token events."""
-        request = ChatRequest(
-            messages=tuple(run.messages),
-            system=run.system,
-            tools=run.specs,
-        )
+        request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
         stream = self.model.stream(request, model=run.task.model)
@@ -368,7 +367,12 @@ class ReActEngine:
     # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
     def _prepare(self, run: _Run, cancel: CancellationToken | None) -> None:
         task, cfg = run.task, self.config
-        names = self.tools.names() if task.tools is None else task.tools
+        wanted = self.tools.names() if task.tools is None else task.tools
+        # A skill may name a tool this installation does not provide: run without it, visibly.
+        run.unavailable_tools = sorted(set(wanted) - set(self.tools.names()))
+        if run.unavailable_tools:
+            log.warning("task %s: tools not available: %s", task.task_id, run.unavailable_tools)
+        names = [name for name in wanted if name in self.tools]
         run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
         run.specs = run.tools.specs() if task.mode == "react" else ()
         run.system = build_system_prompt(
@@ -410,10 +414,6 @@ class ReActEngine:
             await hook(result)
         except Exception:  # a hook cannot change the outcome of the run (seed 000 KTD-4)
             log.exception("%s raised for task %s", hook.__name__, result.task_id)
-
-
-def _dump(run: _Run) -> dict[str, Any]:
-    return run.outcome.error.model_dump() if run.outcome.error else {}
 
 
 def _not_an_answer(reply: ChatResponse) -> str | None:

@@ -104,6 +104,15 @@ async def test_task_tools_restrict_what_the_model_is_offered_and_may_call():
     assert result.status == "completed"
 
 
+async def test_tools_a_task_names_but_the_installation_lacks_are_reported_not_fatal():
+    engine, model = scripted_engine(["done"], tools=[EchoTool()])
+    events = await collect(engine, AgentTask(task_id=1, goal="x", tools=("echo", "run_tests")))
+    assert events[0].data["tools"] == ["echo"]
+    assert events[0].data["unavailable_tools"] == ["run_tests"]
+    assert [tool.name for tool in model.requests[0].tools] == ["echo"]
+    assert events[-1].data["status"] == "completed"
+
+
 # ── AE3: each typed tool error reaches the model, and its corrected call succeeds ──────────────
 @pytest.mark.parametrize(
     ("bad_call", "code"),
