@@ -22,7 +22,7 @@ What it does like the real services:
 - Faults on demand, consumed one per request in order (optionally only by requests for one
   model): error status (500, 429 with retry-after, ...), hang until the client times out,
   malformed SSE line, `error` event after HTTP 200, disconnect mid-stream, empty answer, 401
-  that echoes the API key, context-window 400.
+  that echoes the API key, context-window 400, one JSON body for a streaming request.
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
   128-token steps, reported as `prompt_tokens_details.cached_tokens`.
@@ -86,6 +86,7 @@ class Fault:
     after_chunks: int = 1
     seconds: float = 3600.0
     model: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers (status faults)
 
     @classmethod
     def http_error(cls, status: int = 500, message: str = "fake server error", **kw) -> Fault:
@@ -119,6 +120,11 @@ class Fault:
     def disconnect(cls, after_chunks: int = 2, **kw) -> Fault:
         """Close the connection in the middle of the body."""
         return cls("disconnect", after_chunks=after_chunks, **kw)
+
+    @classmethod
+    def ignore_stream(cls, **kw) -> Fault:
+        """Answer a streaming request with one JSON body, as some compatible servers do."""
+        return cls("ignore_stream", **kw)
 
     @classmethod
     def empty(cls, **kw) -> Fault:
@@ -382,7 +388,9 @@ class FakeLLMServer:
         with self._lock:
             self._player.requests.append(request)
             try:  # a faulty answer leaves the turn for the retry
-                turn = self._player.pick(request, consume=fault is None)
+                turn = self._player.pick(
+                    request, consume=fault is None or fault.kind == "ignore_stream"
+                )
             except ScriptExhaustedError as exc:
                 exhausted = wire.BadRequest(str(exc), 400, "script_exhausted")
             else:
@@ -396,6 +404,8 @@ class FakeLLMServer:
         answer = self._answer(
             protocol, body, turn, empty=fault is not None and fault.kind == "empty"
         )
+        if fault is not None and fault.kind == "ignore_stream":
+            return await self._complete(writer, protocol, body, answer, None)
         if body.get("stream"):
             return await self._stream(writer, protocol, body, answer, fault)
         return await self._complete(writer, protocol, body, answer, fault)
@@ -485,7 +495,7 @@ class FakeLLMServer:
             sent = self._sent_key(protocol, headers) or "(none)"
             message = f"Incorrect API key provided: {sent}. You can find your API key in settings."
             kind = "authentication_error" if protocol == "anthropic" else "invalid_api_key"
-        extra = {}
+        extra = dict(fault.headers)
         if fault.retry_after is not None:
             extra["retry-after"] = f"{fault.retry_after:g}"
         body = wire.error_body(protocol, kind, message)

@@ -337,3 +337,11 @@ async def test_stream_consumer_that_stops_early_leaves_the_gateway_usable(answer
         await stream.aclose()
         response = await gateway.complete(ask())
     assert isinstance(response, ChatResponse) and response.content == ANSWER
+
+
+async def test_should_retry_false_from_the_service_stops_retries(answering, recorded_sleep):
+    answering.fail_next(Fault.http_error(500, headers=(("x-should-retry", "false"),)))
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        with pytest.raises(LLMStatusError):
+            await gateway.complete(ask())
+    assert len(answering.requests) == 1

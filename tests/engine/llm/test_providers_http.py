@@ -141,3 +141,66 @@ async def test_time_to_first_token_and_token_rate_are_honoured(llm_server, provi
         total = time.monotonic() - started
     assert first_token_at >= 0.15
     assert total - first_token_at >= 0.04
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_parallel_tool_results_go_back_in_the_shape_each_service_requires(
+    llm_server, provider
+):
+    """Anthropic wants both tool_result blocks in one user message; OpenAI wants one tool
+    message per call right after the assistant message. The fake service checks both."""
+    llm_server.set_script(
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "a.py"}},
+                    {"name": "read_file", "arguments": {"path": "b.py"}},
+                ]
+            },
+            {"after_tool": "read_file", "match": "contents of b", "text": "Both read."},
+        ]
+    )
+    async with Gateway(config_for(llm_server, {"main": provider})) as gateway:
+        first_request = ask("read a and b", tools=TOOLS)
+        _, first = await collect(gateway, first_request)
+        a, b = first.tool_calls
+        follow_up = ChatRequest(
+            messages=(
+                *first_request.messages,
+                Message("assistant", "", (a, b)),
+                Message("tool", "contents of a", tool_call_id=a.id),
+                Message("tool", "contents of b", tool_call_id=b.id, is_error=False),
+                Message("user", "and now?"),
+            ),
+            tools=TOOLS,
+        )
+        llm_server.set_script([{"text": "Both read.", "match": "and now"}])
+        second = await gateway.complete(follow_up)
+    assert second.content == "Both read."
+    body = llm_server.requests[-1].body
+    if provider == "anthropic":
+        user_turn = body["messages"][-1]
+        assert [block["type"] for block in user_turn["content"]] == [
+            "tool_result",
+            "tool_result",
+            "text",
+        ]
+    else:
+        assert [m["role"] for m in body["messages"]] == [
+            "user",
+            "assistant",
+            "tool",
+            "tool",
+            "user",
+        ]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_server_that_ignores_stream_true_still_gives_a_complete_answer(llm_server, provider):
+    from tests.fakes.llm_server import Fault
+
+    llm_server.set_script([{"text": "One piece.", "repeat": True}])
+    llm_server.fail_next(Fault.ignore_stream())
+    async with Gateway(config_for(llm_server, {"main": provider})) as gateway:
+        texts, response = await collect(gateway, ask())
+    assert texts == [] and response.content == "One piece." and response.attempts == 1
