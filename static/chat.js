@@ -6,6 +6,7 @@
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
   const state = { socket: null, backoff: 500, tasks: {}, current: null, pending: [] };
+  window.agentkitRendered = {};  // task id -> seqs rendered, in order (diagnostics and tests)
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -122,6 +123,7 @@
     const view = taskView(ev.task_id);
     if (ev.seq <= view.lastSeq) return;  // already shown
     view.lastSeq = ev.seq;
+    (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
     const handler = render[ev.type];
     if (handler) handler(view, ev);
     messages.scrollTop = messages.scrollHeight;
@@ -193,7 +195,7 @@
   // New tasks become current when their first event arrives.
   const originalTaskStarted = render.task_started;
   render.task_started = (view, ev) => {
-    if (state.awaitingNew) { state.current = ev.task_id; state.awaitingNew = false; }
+    if (state.awaitingNew) { state.current = ev.task_id; state.awaitingNew = false; refreshHistory(); }
     originalTaskStarted(view, ev);
   };
 

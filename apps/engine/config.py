@@ -76,6 +76,10 @@ class ModelConfig(Section):
     script: str | None = Field(
         default=None, description="scripted provider: path of the script (relative to the config)."
     )
+    chunk_delay_ms: NonNegFloat = Field(
+        default=0.0,
+        description="scripted provider: pause between streamed chunks, so a demo streams visibly.",
+    )
     max_tokens: PositiveInt = 4096
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()

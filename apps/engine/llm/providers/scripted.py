@@ -290,7 +290,7 @@ class ScriptedProvider:
     @classmethod
     def from_config(cls, alias: str, model: ModelConfig, config: AgentkitConfig):
         path = config.resolve_path(model.script) if model.script else DEMO_SCRIPT
-        return cls(path, alias=alias, model=model)
+        return cls(path, alias=alias, model=model, chunk_delay=model.chunk_delay_ms / 1000)
 
     def __repr__(self) -> str:
         return f"<ScriptedProvider {self.alias}: {self.script.source}, {len(self.requests)} calls>"
