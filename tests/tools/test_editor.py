@@ -110,6 +110,18 @@ async def test_non_unique_anchor_is_refused_with_every_line_number(call, workspa
     assert (workspace / "a.py").read_text() == original
 
 
+async def test_many_matches_are_listed_compactly(call, workspace):
+    (workspace / "a.txt").write_text("pass pass\n" + "pass\n" * 200)
+
+    result = await edit(call, command="str_replace", path="a.txt", old_str="pass", new_str="ok")
+
+    assert result.error_code == "old_str_not_unique"
+    assert "occurs 202 times" in result.error
+    assert "at lines 1×2, 2, 3," in result.error
+    assert "... (161 more lines)" in result.error
+    assert len(result.error) < 1_000
+
+
 async def test_expected_count_replaces_every_occurrence_on_purpose(call, workspace):
     (workspace / "a.py").write_text("x = 1\ny = 2\nx = 1\n")
 

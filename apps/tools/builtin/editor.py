@@ -43,6 +43,7 @@ from apps.tools.builtin.paths import (
     read_text,
     resolve_path,
     split_lines,
+    text_of,
     write_bytes,
 )
 
@@ -245,8 +246,7 @@ class StrReplaceEditorTool(Tool):
                     f"{wp.shown} already exists. Change part of it with str_replace or "
                     f"insert_at_line, or pass overwrite: true to replace it entirely.",
                 )
-            before = await asyncio.to_thread(read_bytes, wp)
-            old = await asyncio.to_thread(read_text, wp)
+            before, old = await asyncio.to_thread(_load, wp)
         if old is not None:
             # Replacing a file keeps its conventions: encoding, BOM, CRLF.
             if old.crlf and "\r\n" not in file_text:
@@ -272,8 +272,7 @@ class StrReplaceEditorTool(Tool):
     async def _str_replace(
         self, wp: WorkspacePath, old_str: str, new_str: str, expected_count: int | None
     ) -> ToolResult:
-        before = await asyncio.to_thread(read_bytes, wp)
-        source = await asyncio.to_thread(read_text, wp)
+        before, source = await asyncio.to_thread(_load, wp)
         crlf = source.crlf
         text = source.text.replace("\r\n", "\n") if crlf else source.text
         if crlf or "\r\n" not in text:  # the file's line endings win over the model's
@@ -317,8 +316,7 @@ class StrReplaceEditorTool(Tool):
     # --- insert_at_line --------------------------------------------------------------------
 
     async def _insert(self, wp: WorkspacePath, insert_line: int, new_str: str) -> ToolResult:
-        before = await asyncio.to_thread(read_bytes, wp)
-        source = await asyncio.to_thread(read_text, wp)
+        before, source = await asyncio.to_thread(_load, wp)
         crlf = source.crlf
         text = source.text.replace("\r\n", "\n") if crlf else source.text
         if crlf or "\r\n" not in text:
@@ -370,7 +368,7 @@ class StrReplaceEditorTool(Tool):
                 f"there is no edit of {wp.shown} by str_replace_editor to undo (undo_edit only "
                 f"reverts this tool's own edits in this run).",
             )
-        snapshot = history.pop()
+        snapshot = history[-1]
         warning = ""
         try:
             current = read_bytes(wp)
@@ -387,6 +385,7 @@ class StrReplaceEditorTool(Tool):
         else:
             write_bytes(wp, snapshot.before)
             what = f"Restored {wp.shown} to its content before the last {snapshot.command}."
+        history.pop()  # only once the file is restored: a failed undo can be retried
         left = len(history)
         more = (
             f" {left} earlier edit{'s' if left != 1 else ''} of it can still be undone."
@@ -455,6 +454,11 @@ class StrReplaceEditorTool(Tool):
 # --- helpers -------------------------------------------------------------------------------------
 
 
+def _load(wp: WorkspacePath) -> tuple[bytes, TextFile]:
+    data = read_bytes(wp)  # read once: the bytes undo restores are the text that was edited
+    return data, text_of(wp, data)
+
+
 def _encode(wp: WorkspacePath, target: TextFile, text: str) -> bytes | ToolResult:
     try:
         data = target.encode(text)
@@ -485,14 +489,33 @@ def _split_keepends(text: str) -> list[str]:
     return lines
 
 
-def _find_all(text: str, needle: str) -> list[int]:
-    """Every start position of needle, overlapping ones included."""
+def _find_all(text: str, needle: str, limit: int = 100_000) -> list[int]:
+    """Start positions of needle, overlapping ones included (at most `limit`)."""
     positions = []
     start = text.find(needle)
-    while start >= 0:
+    while start >= 0 and len(positions) < limit:
         positions.append(start)
         start = text.find(needle, start + 1)
     return positions
+
+
+def _lines_of(text: str, positions: list[int]) -> list[int]:
+    """Line numbers of sorted positions, counting newlines once across the text."""
+    lines, line, previous = [], 1, 0
+    for position in positions:
+        line += text.count("\n", previous, position)
+        previous = position
+        lines.append(line)
+    return lines
+
+
+def _list_lines(line_numbers: list[int], most: int = 40) -> str:
+    """ "3, 7×2, 12" for matches on lines 3, 7, 7, 12; long lists are cut."""
+    counts = Counter(line_numbers)
+    shown = [f"{n}×{c}" if c > 1 else str(n) for n, c in sorted(counts.items())]
+    if len(shown) > most:
+        return ", ".join(shown[:most]) + f", ... ({len(shown) - most} more lines)"
+    return ", ".join(shown)
 
 
 def _overlapping(positions: list[int], length: int) -> bool:
@@ -506,7 +529,7 @@ def _line_of(text: str, position: int) -> int:
 def _mostly_numbered(text: str) -> bool:
     lines = [line for line in text.split("\n") if line.strip()]
     numbered = sum(1 for line in lines if _LINE_NUMBER_PREFIX.match(line))
-    return bool(lines) and numbered * 2 >= len(lines) and numbered >= 1
+    return bool(lines) and numbered * 2 >= len(lines)
 
 
 def _strip_line_numbers(text: str) -> str:
@@ -520,15 +543,15 @@ def _mismatch(
     positions: list[int],
     expected_count: int | None,
 ) -> ToolResult:
-    lines_of = [_line_of(text, p) for p in positions]
-    listed = ", ".join(str(n) for n in lines_of)
+    lines_of = _lines_of(text, positions)
+    listed = _list_lines(lines_of)
     if expected_count is not None and positions:
         return ToolResult.failure(
             "old_str_count_mismatch",
             f"old_str occurs {len(positions)} time{'s' if len(positions) > 1 else ''} in "
             f"{wp.shown} (at line{'s' if len(positions) > 1 else ''} {listed}), not "
             f"{expected_count}; nothing was changed.",
-            match_lines=lines_of,
+            match_lines=lines_of[:1000],
         )
     if positions:
         return ToolResult.failure(
@@ -536,7 +559,7 @@ def _mismatch(
             f"old_str occurs {len(positions)} times in {wp.shown}, at lines {listed}; nothing was "
             f"changed. Include more surrounding lines in old_str so it matches only the place you "
             f"mean, or pass expected_count={len(positions)} to replace all of them.",
-            match_lines=lines_of,
+            match_lines=lines_of[:1000],
         )
     return ToolResult.failure(
         "old_str_not_found",

@@ -334,7 +334,11 @@ def decode_text(data: bytes) -> TextFile | None:
 
 
 def read_text(wp: WorkspacePath) -> TextFile:
-    data = read_bytes(wp)
+    return text_of(wp, read_bytes(wp))
+
+
+def text_of(wp: WorkspacePath, data: bytes) -> TextFile:
+    """The decoded text of a file's bytes; refuses binary content."""
     text = decode_text(data)
     if text is None:
         raise PathRefusedError(
