@@ -3,6 +3,8 @@ right typed error or a successful retry / fallback."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from apps.engine.config import ModelPrice, parse_config
@@ -345,3 +347,23 @@ async def test_should_retry_false_from_the_service_stops_retries(answering, reco
         with pytest.raises(LLMStatusError):
             await gateway.complete(ask())
     assert len(answering.requests) == 1
+
+
+async def test_cancelling_a_streamed_call_propagates_and_frees_the_gateway(answering):
+    answering.tokens_per_second = 20  # ~50 ms per piece: plenty of time to cancel
+    got_text = asyncio.Event()
+
+    async def consume(gateway):
+        async for delta in gateway.stream(ask()):
+            if delta.text:
+                got_text.set()
+
+    async with Gateway(config_for(answering, {"main": "anthropic"})) as gateway:
+        task = asyncio.create_task(consume(gateway))
+        await asyncio.wait_for(got_text.wait(), 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        answering.tokens_per_second = None
+        response = await gateway.complete(ask())
+    assert response.content == ANSWER and response.attempts == 1
