@@ -16,6 +16,7 @@ import difflib
 import hashlib
 import os
 import threading
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -42,6 +43,21 @@ from apps.tools.builtin.symbols import (
 READ_BUDGET_CHARS = 9_500  # whole output, under the ToolSet's 10,000-character cap
 LIST_BUDGET_CHARS = 1_500  # for symbol lists inside notes and errors
 SYMBOL_CACHE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The lines a read returns before start_line / end_line narrow them."""
+
+    first: int
+    last: int
+    chosen: SymbolSpan | None = None
+    notes: tuple[str, ...] = ()
+    members: tuple[SymbolSpan, ...] = ()
+
+    @property
+    def what(self) -> str:
+        return f"{self.chosen.kind} {self.chosen.qualified_name}" if self.chosen else "the file"
 
 
 class ReadFileTool(Tool):
@@ -130,48 +146,12 @@ class ReadFileTool(Tool):
         total = len(lines)
         language = language_for_path(wp.shown)
         info: dict[str, Any] = {"path": wp.shown, "total_lines": total, "language": language}
-        notes: list[str] = []
-        first, last = 1, total
-        what = "the file"
-        chosen: SymbolSpan | None = None
-        symbols: list[SymbolSpan] = []
+        target = _Target(first=1, last=total)
         if symbol is not None:
-            if language is None:
-                suffix = PurePosixPath(wp.shown).suffix or "extension-less"
-                notes.append(
-                    f"[Symbols cannot be looked up in {suffix} files; showing the whole file.]"
-                )
-                info["symbol_supported"] = False
-            else:
-                symbols = self._symbols(data, decoded.text, language)
-                matches = find_symbol(symbols, symbol)
-                if not matches:
-                    return _symbol_not_found(wp, symbol, symbols)
-                chosen = matches[0]
-                first = leading_comment_start(lines, chosen.first_line, language)
-                last = chosen.end_line
-                what = f"{chosen.kind} {chosen.qualified_name}"
-                info["symbol"] = {
-                    "name": chosen.qualified_name,
-                    "kind": chosen.kind,
-                    "start_line": first,
-                    "end_line": last,
-                }
-                if len(matches) > 1:
-                    others = _format_symbols(matches[1:])
-                    notes.append(
-                        f"[{symbol!r} matches {len(matches)} definitions; showing the first. "
-                        f"Others: {others}. Pick one with its qualified name, e.g. "
-                        f"symbol='{matches[1].qualified_name}'.]"
-                    )
-                    info["other_matches"] = [
-                        {
-                            "name": s.qualified_name,
-                            "start_line": s.start_line,
-                            "end_line": s.end_line,
-                        }
-                        for s in matches[1:]
-                    ]
+            selected = self._select(wp, data, decoded.text, lines, language, symbol, info)
+            if isinstance(selected, ToolResult):
+                return selected
+            target = selected
         if total == 0:
             return ToolResult.success(f"[{wp.shown} is empty]", **info)
         if start_line is not None and start_line > total:
@@ -179,40 +159,99 @@ class ReadFileTool(Tool):
                 "line_out_of_range",
                 f"start_line {start_line} is beyond the end of {wp.shown}, which has {total} lines.",
             )
-        span = (first, last)
-        first = max(first, start_line or first)
-        last = min(last, end_line or last)
+        first = max(target.first, start_line or target.first)
+        last = min(target.last, end_line or target.last)
         if first > last:
             return ToolResult.failure(
                 "line_out_of_range",
-                f"lines {start_line or span[0]}-{end_line or span[1]} are outside {what} "
-                f"(lines {span[0]}-{span[1]}).",
+                f"lines {start_line or target.first}-{end_line or target.last} are outside "
+                f"{target.what} (lines {target.first}-{target.last}).",
             )
+        notes = list(target.notes)
         # Leave room for the header and notes so the whole output stays under the budget.
         budget = READ_BUDGET_CHARS - 200 - sum(len(note) + 1 for note in notes)
         body, shown_last = numbered_window(lines, first, last, budget=budget)
         if shown_last < last:  # the continuation note may list up to LIST_BUDGET_CHARS of symbols
             budget -= LIST_BUDGET_CHARS + 300
             body, shown_last = numbered_window(lines, first, last, budget=budget)
+            notes.append(
+                self._continuation(target, first, shown_last, data, decoded.text, language)
+            )
         info["lines"] = [first, shown_last]
         info["windowed"] = shown_last < last
-        if shown_last < last:
-            note = (
-                f"[Showing lines {first}-{shown_last} of {what} (lines {span[0]}-{span[1]}). "
-                f"Continue with start_line={shown_last + 1}"
-            )
-            if chosen is not None and chosen.kind in CONTAINER_KINDS:
-                members = [s for s in symbols if s.parent == chosen.qualified_name]
-                if members:
-                    note += f", or read one member: {_format_symbols(members)}"
-            elif chosen is None and language is not None:
-                outline = [s for s in self._symbols(data, decoded.text, language) if not s.local]
-                if outline:
-                    note += f", or read one definition with symbol=...: {_format_symbols(outline)}"
-            notes.append(note + ".]")
-        label = f"{what}, lines" if chosen is not None else "lines"
+        label = f"{target.what}, lines" if target.chosen is not None else "lines"
         header = f"[{wp.shown}: {label} {first}-{shown_last} of {total}]"
         return ToolResult.success("\n".join([header, body, *notes]), **info)
+
+    def _select(
+        self,
+        wp: WorkspacePath,
+        data: bytes,
+        text: str,
+        lines: list[str],
+        language: str | None,
+        symbol: str,
+        info: dict[str, Any],
+    ) -> _Target | ToolResult:
+        """The lines of the definition `symbol` names (with its decorators and the comment block
+        above it), or the whole file with a note when the language has no extractor."""
+        if language is None:
+            suffix = PurePosixPath(wp.shown).suffix or "extension-less"
+            info["symbol_supported"] = False
+            return _Target(
+                first=1,
+                last=len(lines),
+                notes=(
+                    f"[Symbols cannot be looked up in {suffix} files; showing the whole file.]",
+                ),
+            )
+        symbols = self._symbols(data, text, language)
+        matches = find_symbol(symbols, symbol)
+        if not matches:
+            return _symbol_not_found(wp, symbol, symbols)
+        chosen = matches[0]
+        first = leading_comment_start(lines, chosen.first_line, language)
+        info["symbol"] = {
+            "name": chosen.qualified_name,
+            "kind": chosen.kind,
+            "start_line": first,
+            "end_line": chosen.end_line,
+        }
+        notes: tuple[str, ...] = ()
+        if len(matches) > 1:
+            notes = (
+                f"[{symbol!r} matches {len(matches)} definitions; showing the first. Others: "
+                f"{_format_symbols(matches[1:])}. Pick one with its qualified name, e.g. "
+                f"symbol='{matches[1].qualified_name}'.]",
+            )
+            info["other_matches"] = [
+                {"name": s.qualified_name, "start_line": s.start_line, "end_line": s.end_line}
+                for s in matches[1:]
+            ]
+        members = tuple(s for s in symbols if s.parent == chosen.qualified_name)
+        return _Target(first, chosen.end_line, chosen, notes, members)
+
+    def _continuation(
+        self,
+        target: _Target,
+        first: int,
+        shown_last: int,
+        data: bytes,
+        text: str,
+        language: str | None,
+    ) -> str:
+        """The note under a windowed result: where to continue, and smaller pieces to read."""
+        note = (
+            f"[Showing lines {first}-{shown_last} of {target.what} (lines {target.first}-"
+            f"{target.last}). Continue with start_line={shown_last + 1}"
+        )
+        if target.chosen is not None and target.chosen.kind in CONTAINER_KINDS and target.members:
+            note += f", or read one member: {_format_symbols(list(target.members))}"
+        elif target.chosen is None and language is not None:
+            outline = [s for s in self._symbols(data, text, language) if not s.local]
+            if outline:
+                note += f", or read one definition with symbol=...: {_format_symbols(outline)}"
+        return note + ".]"
 
     def _symbols(self, data: bytes, text: str, language: str) -> list[SymbolSpan]:
         key = (hashlib.blake2b(data, digest_size=16).digest(), language)
