@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.support import ROOT
 
@@ -59,9 +60,15 @@ def test_call_tool_exits_zero_when_the_tool_reports_an_error(workspace):
 
 
 def test_call_tool_rejects_bad_input_with_a_clear_message(workspace, tmp_path):
-    bad_json = call_tool("read_file", "--workspace", str(workspace), "--args", "{path: x}")
-    unknown = call_tool("write_file", "--workspace", str(workspace), "--args", "{}")
-    missing = call_tool("read_file", "--workspace", str(tmp_path / "nope"), "--args", "{}")
+    with ThreadPoolExecutor(3) as pool:  # three Django start-ups at once keep the suite quick
+        bad_json, unknown, missing = pool.map(
+            lambda arguments: call_tool(*arguments),
+            [
+                ("read_file", "--workspace", str(workspace), "--args", "{path: x}"),
+                ("write_file", "--workspace", str(workspace), "--args", "{}"),
+                ("read_file", "--workspace", str(tmp_path / "nope"), "--args", "{}"),
+            ],
+        )
 
     assert bad_json.returncode != 0 and "--args is not valid JSON" in bad_json.stderr
     assert unknown.returncode != 0 and "unknown tool 'write_file'" in unknown.stderr
