@@ -233,20 +233,10 @@ class StrReplaceEditorTool(Tool):
     # --- create ----------------------------------------------------------------------------
 
     async def _create(self, wp: WorkspacePath, file_text: str, overwrite: bool) -> ToolResult:
-        if wp.is_dir():
-            return ToolResult.failure(
-                "is_a_directory", f"{wp.shown} is a directory; give a file path to create."
-            )
-        before: bytes | None = None
-        old: TextFile | None = None
-        if wp.exists():
-            if not overwrite:
-                return ToolResult.failure(
-                    "file_exists",
-                    f"{wp.shown} already exists. Change part of it with str_replace or "
-                    f"insert_at_line, or pass overwrite: true to replace it entirely.",
-                )
-            before, old = await asyncio.to_thread(_load, wp)
+        existing = await asyncio.to_thread(_existing_for_create, wp, overwrite)
+        if isinstance(existing, ToolResult):
+            return existing
+        before, old = existing
         if old is not None:
             # Replacing a file keeps its conventions: encoding, BOM, CRLF.
             if old.crlf and "\r\n" not in file_text:
@@ -452,6 +442,26 @@ class StrReplaceEditorTool(Tool):
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
+
+def _existing_for_create(
+    wp: WorkspacePath, overwrite: bool
+) -> tuple[bytes | None, TextFile | None] | ToolResult:
+    """What `create` would replace: (None, None) for a new file, the old bytes and text when
+    overwriting, or the refusal."""
+    if wp.is_dir():
+        return ToolResult.failure(
+            "is_a_directory", f"{wp.shown} is a directory; give a file path to create."
+        )
+    if not wp.exists():
+        return None, None
+    if not overwrite:
+        return ToolResult.failure(
+            "file_exists",
+            f"{wp.shown} already exists. Change part of it with str_replace or insert_at_line, "
+            f"or pass overwrite: true to replace it entirely.",
+        )
+    return _load(wp)
 
 
 def _load(wp: WorkspacePath) -> tuple[bytes, TextFile]:

@@ -118,18 +118,31 @@ class SearchTool(Tool):
                 )
         file_filter = compile_glob(glob) if glob is not None else None
         limit = max_results or DEFAULT_MAX_RESULTS
-        try:
-            wp = await asyncio.to_thread(resolve_path, self.ctx.root, path or ".")
-        except PathRefusedError as exc:
-            return exc.result()
-        if not wp.exists():
-            return ToolResult.failure(
-                "file_not_found", f"{wp.shown} does not exist; search the workspace with path '.'."
-            )
-        return await asyncio.to_thread(_run, wp, regex, file_filter, glob, limit)
+        return await asyncio.to_thread(
+            _search, self.ctx.root, path or ".", regex, file_filter, glob, limit
+        )
 
 
 # --- the search ----------------------------------------------------------------------------------
+
+
+def _search(
+    root: Path,
+    path: str,
+    regex: re.Pattern[str] | None,
+    file_filter: re.Pattern[str] | None,
+    glob: str | None,
+    limit: int,
+) -> ToolResult:
+    try:
+        wp = resolve_path(root, path)
+    except PathRefusedError as exc:
+        return exc.result()
+    if not wp.exists():
+        return ToolResult.failure(
+            "file_not_found", f"{wp.shown} does not exist; search the workspace with path '.'."
+        )
+    return _run(wp, regex, file_filter, glob, limit)
 
 
 @dataclass
