@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import string
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -108,10 +109,9 @@ def test_fifo_is_refused(workspace):
     assert refusal(workspace, "pipe") == "path_special_file"
 
 
-def test_socket_file_is_refused(tmp_path):
+def test_socket_file_is_refused():
     # AF_UNIX paths are limited to ~100 bytes, so use a short workspace directly under /tmp
-    root = Path(os.path.realpath("/tmp")) / f"agentkit-sock-{os.getpid()}"
-    root.mkdir()
+    root = Path(tempfile.mkdtemp(prefix="ak-", dir=os.path.realpath("/tmp")))
     server = socket.socket(socket.AF_UNIX)
     try:
         server.bind(str(root / "s"))
