@@ -74,7 +74,10 @@ class EventRecorder:
             data = {**data, **self.extra_started}
         self.seq += 1
         when = ts or timezone.now()
-        event = await sync_to_async(_persist_event)(self.task_id, self.seq, kind, data, when)
+        # thread_sensitive=False: tasks persist in parallel instead of queueing on one thread.
+        event = await sync_to_async(_persist_event, thread_sensitive=False)(
+            self.task_id, self.seq, kind, data, when
+        )
         message = event.as_message()
         if kind == "task_finished":
             self.finished = True
@@ -115,13 +118,13 @@ class RunnerHooks(TaskHooks):
         self.task_id = task_id
 
     async def on_task_complete(self, result: TaskResult) -> None:
-        await sync_to_async(_finish)(self.task_id, result)
+        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_failed(self, result: TaskResult) -> None:
-        await sync_to_async(_finish)(self.task_id, result)
+        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
-        await sync_to_async(_finish)(self.task_id, result)
+        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
 
 
 def _load(task_id: int) -> Task | None:
@@ -181,7 +184,7 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
     """Cancellation requested through the API or a socket (any process) reaches the engine here."""
     while not token.cancelled:
-        if await sync_to_async(_cancel_requested)(task_id):
+        if await sync_to_async(_cancel_requested, thread_sensitive=False)(task_id):
             token.cancel("cancelled by the user")
             return
         await asyncio.sleep(CANCEL_POLL_SECONDS)
@@ -243,4 +246,4 @@ async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, starte
 
     result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
     await recorder.record("task_finished", result.event_data())
-    await sync_to_async(_finish)(task.pk, result)
+    await sync_to_async(_finish, thread_sensitive=False)(task.pk, result)
