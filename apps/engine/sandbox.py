@@ -254,12 +254,12 @@ def _bwrap_argv(
     network: bool,
 ) -> list[str]:
     out = [binary, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    # A fresh /tmp hides whatever lived there: bring back what commands must still see.
-    for path in _python_paths():
-        if _under(path, Path("/tmp")):
-            out += ["--ro-bind", str(path), str(path)]
-    for path in sorted(writable, key=lambda p: len(p.parts)):
-        out += ["--bind", str(path), str(path)]
+    # A fresh /tmp hides whatever lived there: bring back what commands must still see (the
+    # interpreter, a working directory that is not writable), shallow paths first.
+    binds = [("--ro-bind", path) for path in [*_python_paths(), cwd] if _under(path, Path("/tmp"))]
+    binds += [("--bind", path) for path in writable]
+    for option, path in sorted(binds, key=lambda bind: len(bind[1].parts)):
+        out += [option, str(path), str(path)]
     out += ["--dir", "/tmp/home"]
     if not network:
         out.append("--unshare-net")
@@ -324,10 +324,11 @@ def _unshare_argv(
     return [*out, "--", "/bin/sh", "-c", setup, "agentkit-sandbox", str(cwd), *paths, "--", *argv]
 
 
-# The Landlock launcher, run as `python -I -S -c LAUNCHER SPEC_JSON COMMAND...`. It restricts
-# itself (no_new_privs + Landlock), becomes a child subreaper, runs the command, and kills every
-# remaining descendant when the command ends or when it receives SIGTERM/SIGINT/SIGHUP — also
-# processes that started their own session. Kept stdlib-only and small: it starts per command.
+# The Landlock launcher, run as `python -I -S -c LAUNCHER SPEC_JSON COMMAND...`. It becomes a
+# child subreaper, forks, confines the child (no_new_privs + Landlock) and execs the command;
+# it kills every remaining descendant when the command ends or when it receives SIGTERM/SIGINT/
+# SIGHUP — also processes that started their own session. Stdlib-only and small: it starts per
+# command.
 _LAUNCHER = r"""
 import ctypes, json, os, signal, sys, time
 spec = json.loads(sys.argv[1]); argv = sys.argv[2:]
@@ -337,11 +338,11 @@ def check(ret, what):
         err = ctypes.get_errno()
         sys.stderr.write("sandbox: %s failed: %s\n" % (what, os.strerror(err))); os._exit(125)
     return ret
-libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: clean up if agentkit dies
-check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
-check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
-abi = spec["abi"]
-if abi > 0:
+def confine():
+    check(libc.prctl(38, 1, 0, 0, 0), "PR_SET_NO_NEW_PRIVS")
+    abi = spec["abi"]
+    if abi <= 0:
+        return
     class Ruleset(ctypes.Structure):
         _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
     class PathBeneath(ctypes.Structure):
@@ -366,7 +367,15 @@ if abi > 0:
         rule = PathBeneath(rights, fd)
         check(libc.syscall(ctypes.c_long(nr[1]), ctypes.c_int(rs), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)), "landlock_add_rule " + path)
         os.close(fd)
-    for path in spec["read"]: allow(path, read)
+    # Read access everywhere except /proc/<pid>: Landlock does not stop reading another process's
+    # environ (API keys) there, so pid directories, self and thread-self get no read rule.
+    allow("/", 8)  # READ_DIR everywhere: listing names is harmless
+    for top in os.listdir("/"):
+        if top != "proc":
+            allow("/" + top, read)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() and not os.path.islink("/proc/" + entry):
+            allow("/proc/" + entry, read)
     for path in spec["devices"]: allow(path, 1 | 2 | 4 | (1 << 15 if abi >= 5 else 0))
     for path in spec["write"]: allow(path, fs)
     check(libc.syscall(ctypes.c_long(nr[2]), ctypes.c_int(rs), ctypes.c_uint32(0)), "landlock_restrict_self")
@@ -404,6 +413,8 @@ def kill_all():
             try: os.kill(pid, signal.SIGKILL)
             except OSError: pass
         time.sleep(0.002); reap()
+libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG: clean up if agentkit dies
+check(libc.prctl(36, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
 stopping = []
 def on_signal(signum, frame):
     stopping.append(signum); kill_all()
@@ -413,6 +424,7 @@ child = os.fork()
 if child == 0:
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_DFL)
+    confine()  # only the command: the launcher stays outside to see and kill its descendants
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
@@ -440,7 +452,6 @@ def _launcher_argv(
         "abi": abi,
         "syscalls": list(_LANDLOCK_SYSCALLS.get(platform.machine(), (0, 0, 0))),
         "deny_net": not network,
-        "read": ["/"],
         "devices": list(DEVICE_FILES),
         "write": [str(p) for p in write],
     }
@@ -880,10 +891,31 @@ async def check_isolation(sandbox: Sandbox, *, timeout: float = 20.0) -> Isolati
                 else f"{len(result.stdout.splitlines())} variables, none secret",
             )
         )
+        # The agentkit process (or a worker) holds API keys in its environment; a sandboxed
+        # command must not read them through /proc/<pid>/environ either.
+        holder = subprocess.Popen(["sleep", "60"], env={**os.environ, "PATH": SYSTEM_PATH}, cwd="/")
+        try:
+            result = await sandbox.run(
+                f"cat /proc/{holder.pid}/environ", workspace, timeout=timeout
+            )
+        finally:
+            holder.kill()
+            holder.wait()
+        readable = "sk-canary" in result.stdout
+        report.checks.append(
+            IsolationCheck(
+                "environment: another process's environment is unreadable via /proc",
+                not readable,
+                f"read /proc/{holder.pid}/environ" if readable else _last_line(result),
+            )
+        )
         marker = f"{900 + (os.getpid() % 97)}.{int(time.time() * 1000) % 100000}"
         spawn = f"sleep {marker} & setsid sleep {marker} & (sleep {marker} &) ; sleep {marker}"
         result = await sandbox.run(spawn, workspace, timeout=1.0)
         survivors = await wait_for_no_process(f"sleep\0{marker}", within=5.0)
+        for pid in survivors:  # only possible unconfined; do not leave them behind
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
         report.checks.append(
             IsolationCheck(
                 "timeout: the command and all its children are killed",
