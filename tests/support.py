@@ -113,8 +113,9 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def agentkit_server(tmp: Path, **extra_env: str) -> Iterator[Server]:
-    """migrate + bootstrap into a private SQLite file, then Daphne on a free port."""
+def agentkit_server(tmp: Path, *, worker: bool = False, **extra_env: str) -> Iterator[Server]:
+    """migrate + bootstrap into a private SQLite file, then Daphne on a free port; with
+    `worker=True` also an RQ worker for queue `agent` (needs REDIS_URL in extra_env)."""
     env = server_env(tmp, **extra_env)
     for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
         subprocess.run(
@@ -142,6 +143,23 @@ def agentkit_server(tmp: Path, **extra_env: str) -> Iterator[Server]:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+    worker_proc = None
+    if worker:
+        with open(tmp / "worker.log", "wb") as log:
+            worker_proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "manage.py",
+                    "rqworker",
+                    "agent",
+                    "--worker-class",
+                    "rq.worker.SimpleWorker",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
     try:
         wait_for_port(port, timeout=30, process=proc)
         yield Server(
@@ -154,12 +172,13 @@ def agentkit_server(tmp: Path, **extra_env: str) -> Iterator[Server]:
             log_path,
         )
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        for child in filter(None, (proc, worker_proc)):
+            child.send_signal(signal.SIGTERM)
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
 
 
 def http_get(url: str) -> httpx.Response:

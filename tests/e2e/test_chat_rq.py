@@ -1,0 +1,42 @@
+"""executor: rq — the task runs on a separate RQ worker and still streams to the page."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.e2e.test_login import log_in
+from tests.support import ROOT, agentkit_server
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def rq_server(tmp_path_factory, redis_url):
+    tmp = tmp_path_factory.mktemp("rq")
+    shipped = (ROOT / "agentkit.yaml").read_text()
+    config = tmp / "agentkit.yaml"
+    config.write_text(
+        shipped.replace("  kind: inline ", "  kind: rq ").replace(
+            "chunk_delay_ms: 25", "chunk_delay_ms: 40"
+        )
+    )
+    assert "kind: rq" in config.read_text()
+    with agentkit_server(
+        tmp, worker=True, AGENTKIT_CONFIG=str(config), REDIS_URL=redis_url
+    ) as server:
+        yield server, tmp / "worker.log"
+
+
+def test_task_runs_on_the_worker_and_streams_to_the_page(page: Page, rq_server, artifacts):
+    server, worker_log = rq_server
+    log_in(page, server)
+    page.locator("#message").fill("fix the failing test in tests/test_slug.py")
+    page.get_by_role("button", name="Send").click()
+    task = page.locator("article.task").first
+    expect(task.locator('.tool-card[data-tool="read_file"]')).to_be_visible(timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator(".tool-card.ok")).to_have_count(2)
+    task_id = task.get_attribute("data-task-id")
+    page.screenshot(path=str(artifacts / "chat-rq-executor.png"), full_page=True)
+    assert f"task-{task_id}" in worker_log.read_text(), "the job did not run on the RQ worker"
