@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlparse
 
@@ -73,7 +74,10 @@ def database_from_url(url: str, base_dir: Path) -> dict:
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },
-            "TEST": {"NAME": str(path.with_name(path.stem + "-test.sqlite3"))},
+            # Per process, in the temp dir: two test runs at once never share a file.
+            "TEST": {
+                "NAME": os.path.join(tempfile.gettempdir(), f"agentkit-test-{os.getpid()}.sqlite3")
+            },
         }
     if scheme in {"postgres", "postgresql", "pgsql"}:
         options = dict(parse_qsl(parsed.query))

@@ -138,3 +138,16 @@ async def test_cancel_requested_mid_tool_stops_the_task_promptly(demo, config_fi
     assert asyncio.get_running_loop().time() - started < 5
     events = await sync_to_async(events_of)(task)
     assert events[-1].type == "task_finished" and events[-1].data["status"] == "cancelled"
+
+
+async def test_shipped_writer_skill_has_no_shell_and_its_prompt_reaches_the_model(demo):
+    from apps.tasks.conf import agent_config
+
+    config = agent_config()
+    assert {"python_coder", "writer"} <= set(config.skills)
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="hello", skill="writer")
+    assert await run_task(task.pk) == "completed"
+    started = (await sync_to_async(events_of)(task))[0]
+    assert "shell" not in started.data["tools"] and "str_replace_editor" in started.data["tools"]
+    assert started.data["skill"] == "writer"

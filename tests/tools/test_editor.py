@@ -651,3 +651,20 @@ async def test_each_tool_instance_keeps_its_own_undo_history(workspace):
 
     assert refused.error_code == "no_edit_history"
     assert undone.ok and (workspace / "a.txt").read_text() == "a\n"
+
+
+async def test_edits_carry_a_unified_diff_for_people(tmp_path):
+    from apps.tools.builtin.context import ToolContext
+    from apps.tools.builtin.editor import StrReplaceEditorTool
+
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    tool = StrReplaceEditorTool(ToolContext(root=tmp_path))
+    result = await tool.execute(
+        command="str_replace", path="m.py", old_str="return 1", new_str="return 2"
+    )
+    assert result.ok
+    assert "-    return 1\n+    return 2\n" in result.data["diff"]
+    assert result.data["diff"].startswith("--- a/m.py\n+++ b/m.py\n")
+    created = await tool.execute(command="create", path="n.txt", file_text="hello\n")
+    assert "+hello\n" in created.data["diff"]
+    assert "diff" not in result.output  # the model sees the numbered snippet, not the diff

@@ -255,7 +255,10 @@ class StrReplaceEditorTool(Tool):
         verb = "Overwrote" if before is not None else "Created"
         output = f"{verb} {wp.shown} ({total} lines)."
         lint = await self._lint(wp, old.text if old is not None else None, file_text)
-        return _with_lint(ToolResult.success(output, path=wp.shown, total_lines=total), lint)
+        diff = unified_diff(wp.shown, old.text if old is not None else "", file_text)
+        return _with_lint(
+            ToolResult.success(output, path=wp.shown, total_lines=total, diff=diff), lint
+        )
 
     # --- str_replace -----------------------------------------------------------------------
 
@@ -418,7 +421,11 @@ class StrReplaceEditorTool(Tool):
         lint = await self._lint(wp, old_text, new_text)
         return _with_lint(
             ToolResult.success(
-                output, path=wp.shown, lines=[first_line, last_line], total_lines=len(lines)
+                output,
+                path=wp.shown,
+                lines=[first_line, last_line],
+                total_lines=len(lines),
+                diff=unified_diff(wp.shown, old_text, new_text),
             ),
             lint,
         )
@@ -833,6 +840,25 @@ async def _ruff_check(ruff: str, root: Path, shown: str, text: str) -> list[dict
     except json.JSONDecodeError:
         return None
     return problems if isinstance(problems, list) else None
+
+
+MAX_DIFF_CHARS = 20_000
+
+
+def unified_diff(shown: str, before: str, after: str) -> str:
+    """The edit as a unified diff, for people (the chat's diff view); the model gets the
+    numbered snippet instead. Capped so a huge rewrite cannot bloat the event log."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{shown}",
+        tofile=f"b/{shown}",
+        n=2,
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if len(text) > MAX_DIFF_CHARS:
+        text = text[:MAX_DIFF_CHARS] + f"\n... diff cut at {MAX_DIFF_CHARS} characters\n"
+    return text
 
 
 def _with_lint(result: ToolResult, lint: list[dict] | None) -> ToolResult:
