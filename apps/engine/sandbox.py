@@ -226,7 +226,7 @@ def probe_backends() -> tuple[BackendProbe, ...]:
         return tuple(BackendProbe(name, False, reason) for name in BACKENDS)
     probes = (_probe_bwrap(), _probe_unshare(), _probe_landlock())
     for probe in probes:
-        log.info("sandbox backend %s: %s", probe.name, probe.detail)
+        log.debug("sandbox backend %s: %s", probe.name, probe.detail)
     return probes
 
 
@@ -731,7 +731,7 @@ class Sandbox:
                 await self._stop(transport, capture)
             _killpg(pid)  # stragglers left in the group (matters for the unconfined mode)
             # A process outside the group may still hold the pipes; do not wait for it.
-            await asyncio.wait([capture.closed], timeout=2.0)
+            await asyncio.wait([capture.closed], timeout=1.0)
             transport.close()
         duration = time.monotonic() - started
         code = transport.get_returncode()
@@ -911,8 +911,8 @@ async def check_isolation(sandbox: Sandbox, *, timeout: float = 20.0) -> Isolati
         )
         marker = f"{900 + (os.getpid() % 97)}.{int(time.time() * 1000) % 100000}"
         spawn = f"sleep {marker} & setsid sleep {marker} & (sleep {marker} &) ; sleep {marker}"
-        result = await sandbox.run(spawn, workspace, timeout=1.0)
-        survivors = await wait_for_no_process(f"sleep\0{marker}", within=5.0)
+        result = await sandbox.run(spawn, workspace, timeout=0.5)
+        survivors = await wait_for_no_process(f"sleep\0{marker}", within=2.0)
         for pid in survivors:  # only possible unconfined; do not leave them behind
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
