@@ -34,8 +34,10 @@ ensure_venv() {
   fi
   say "installing dependencies (first time takes a minute)"
   "$PY" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null 2>&1 || true
-  "$PY" -m pip install -q --disable-pip-version-check -e "$ROOT[dev]" ||
-    die "pip install failed: check your access to the package index (pip config list) and retry"
+  if ! "$PY" -m pip install -q --disable-pip-version-check -e "$ROOT[dev]" >"$VAR/pip-install.log" 2>&1; then
+    tail -n 30 "$VAR/pip-install.log" >&2
+    die "pip install failed (full log: var/pip-install.log): check your access to the package index (pip config list) and retry"
+  fi
   echo "$want" > "$stamp"
 }
 

@@ -19,6 +19,7 @@ cleanup() {
 }
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
+trap 'cleanup; exit 129' HUP
 trap 'cleanup' EXIT
 
 case "$PORT" in ''|*[!0-9]*) die "PORT must be a number, got '$PORT'";; esac
