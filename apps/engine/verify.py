@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from apps.engine.config import VerificationConfig
+from apps.engine.ports import VerificationOutcome
+from apps.engine.ports import Verifier as AnswerVerifier
 from apps.engine.sandbox import Sandbox, SandboxResult
 
 VerifyFn = Callable[[Path, Sequence[str]], Awaitable["VerificationResult"]]
@@ -109,6 +111,10 @@ class VerificationResult:
             "run_tests tool, then give your final answer."
         )
         return "\n".join(lines)
+
+    def as_outcome(self) -> VerificationOutcome:
+        """What the engine's `Verifier` port returns (apps/engine/ports.py)."""
+        return VerificationOutcome(passed=self.passed, errors=self.errors, log=self.log)
 
     def as_event_data(self) -> dict[str, Any]:
         """JSON-safe payload for the `verification_result` event (the chat's verification card)."""
@@ -427,3 +433,17 @@ class Verifier:
             status = "timed out" if o.timed_out else f"exit {o.exit_code}"
             parts.append(f"$ {o.command}\n{o.output.rstrip()}\n[{status} in {o.duration:.2f} s]")
         return "\n\n".join(parts)
+
+
+def answer_verifier(
+    verifier: Verifier, workspace: str | os.PathLike[str], spec_commands: Sequence[str] = ()
+) -> AnswerVerifier:
+    """Adapt a Verifier to the engine's port `async (final_answer) -> VerificationOutcome`, for
+    one task: `ReActEngine(..., verifier=answer_verifier(Verifier(sandbox, cfg), root, cmds))`.
+    The answer's text does not matter: the workspace's checks decide."""
+
+    async def verify_answer(answer: str) -> VerificationOutcome:
+        result = await verifier.verify(workspace, spec_commands)
+        return result.as_outcome()
+
+    return verify_answer
