@@ -69,8 +69,9 @@ INSTALL_HINT = (
     "`sudo dnf install bubblewrap`; `make run` / `make test` do it when run as root), or allow "
     "unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`, "
     "`kernel.apparmor_restrict_unprivileged_userns=0`), or use a kernel with Landlock ABI >= 4 "
-    "(Linux 6.7+). To run commands unconfined instead, set `sandbox: {mode: off}` in "
-    "agentkit.yaml. `python manage.py check_sandbox` shows what was tried."
+    "(Linux 6.7+). To run commands unconfined instead, set `sandbox: {mode: 'off'}` in "
+    "agentkit.yaml (quoted: YAML reads a bare off as false). "
+    "`python manage.py check_sandbox` shows what was tried."
 )
 
 DEFAULT_MAX_OUTPUT_BYTES = 1 << 20  # per stream; tools cut further for the model
