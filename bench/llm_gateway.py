@@ -38,7 +38,7 @@ REPLY = " ".join(f"word{i}" for i in range(WORDS))
 CALLS = 150
 WARMUP = 10
 PARSE_CHUNKS = 5000
-PARSE_ROUNDS = 7
+PARSE_ROUNDS = 15
 
 
 def request() -> ChatRequest:
@@ -150,6 +150,7 @@ def measure_parsing() -> dict:
             "events_per_stream": events,
             "bytes_per_stream": len(data),
             "chunks_per_second": statistics.median(rates),
+            "chunks_per_second_best": max(rates),  # least disturbed by other processes
             "megabytes_per_second": statistics.median(rates) * len(data) / events / 1e6,
         }
     return figures
@@ -182,7 +183,8 @@ def main() -> dict:
         rows.append(
             (
                 f"{protocol}: SSE decode + accumulate",
-                f"{p['chunks_per_second']:,.0f} chunks/s ({p['megabytes_per_second']:.1f} MB/s)",
+                f"{p['chunks_per_second']:,.0f} chunks/s median, "
+                f"{p['chunks_per_second_best']:,.0f} best ({p['megabytes_per_second']:.1f} MB/s)",
             )
         )
     report("llm_gateway", json.loads(json.dumps(figures)), table=rows)
