@@ -5,7 +5,8 @@ How to get one
 --------------
 - From agentkit.yaml: `models: {main: {provider: scripted, script: path/to/script.yaml}}`; the
   path resolves against the config file's folder. Without `script`, the shipped demo script
-  (apps/engine/llm/scripts/demo.yaml) drives the demo workspace. `Gateway(config)` does the rest.
+  (apps/engine/llm/scripts/demo.yaml) drives the demo workspace. `chunk_delay_ms` pauses between
+  streamed chunks so a demo visibly streams. `Gateway(config)` does the rest.
 - In tests: `Gateway.for_script(turns)` (optionally `config=...` to keep other settings, and
   `alias=...` to replace another alias), or `ScriptedProvider(turns)` on its own. The provider
   keeps every request it received in `.requests`; `gateway.provider("main")` returns it.
