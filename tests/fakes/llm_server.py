@@ -6,14 +6,15 @@ thread, for tests and benchmarks. Provider code talks to it over real sockets: n
     with FakeLLMServer(script=["Hello!"]) as server:        # turns as for the scripted provider
         server.openai_base_url      # http://127.0.0.1:PORT/v1   (POST /v1/chat/completions)
         server.anthropic_base_url   # http://127.0.0.1:PORT      (POST /v1/messages)
-        server.fail_next(Fault.rate_limit(retry_after=0.01), Fault.status(500))
+        server.fail_next(Fault.rate_limit(retry_after=0.01), Fault.http_error(500))
         server.requests             # every request: path, headers, JSON body, model
 
 What it does like the real services:
 - Answers from a script in the scripted provider's format (providers/scripted.py): turn
   selection, `match` on the last user/tool message, tool calls, `fail: ...` turns. Without a
   script every call gets "Hello from the fake LLM server.". A script that runs out answers 400
-  with the scripted provider's explanation.
+  with the scripted provider's explanation. A request answered with a fault does not use up
+  its turn, so the retry gets the same answer.
 - Streams the way the services do: OpenAI chunks (role chunk, text, tool-call argument
   fragments by `index`, finish chunk, a usage-only chunk with `choices: []` when
   `stream_options.include_usage`, `[DONE]`); Anthropic events (message_start, ping,

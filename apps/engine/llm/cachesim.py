@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 CHARS_PER_TOKEN = 4
@@ -147,7 +147,3 @@ class PrefixCache:
 
 def _tokens(chars: int) -> int:
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
-
-
-def join_blocks(blocks: Iterable[CacheBlock]) -> str:
-    return "".join(block.text for block in blocks)
