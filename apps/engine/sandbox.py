@@ -290,7 +290,7 @@ IFS='
 workdir=$1
 shift
 for mp in $(cut -d' ' -f5 /proc/self/mountinfo); do
-  mp=$(printf '%b' "$mp")
+  case $mp in *\\*) mp=$(printf '%b' "$mp");; esac
   mount -o remount,bind,ro "$mp" 2>/dev/null || {
     grep -q " $mp ro," /proc/self/mountinfo || { echo "sandbox: cannot make $mp read-only" >&2; exit 125; }
   }
