@@ -104,7 +104,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 60},
+            # All sockets of one process share one Redis inbox, and group_send silently drops
+            # what exceeds `capacity`: keep it large. Consumers also catch up from the database.
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 100_000, "expiry": 60},
         }
     }
 else:

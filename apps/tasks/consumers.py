@@ -5,6 +5,7 @@ so replay + live delivery is in order and exactly once."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from asgiref.sync import sync_to_async
@@ -17,6 +18,7 @@ from apps.tasks.services import ApplicationError
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
 MAX_FRAME_BYTES = 64 * 1024
+CATCH_UP_SECONDS = 2.0
 REQUIRED_FIELDS = {
     "user_message": ("text",),
     "cancel": ("task_id",),
@@ -37,11 +39,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             return
         self.user = user
         self.sent_seq: dict[int, int] = {}
+        self.finished: set[int] = set()
+        self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
         await self.accept()
+        self.catch_up = asyncio.create_task(self._catch_up_loop())
 
     async def disconnect(self, code) -> None:
+        catch_up = getattr(self, "catch_up", None)
+        if catch_up is not None:
+            catch_up.cancel()
         for task_id in list(getattr(self, "sent_seq", {})):
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
+
+    async def _catch_up_loop(self) -> None:
+        """A channel layer may drop messages (channels-redis drops silently when an inbox is
+        full). The database is the source of truth: every few seconds, replay what a followed,
+        unfinished task has stored beyond what this socket was sent."""
+        while True:
+            await asyncio.sleep(CATCH_UP_SECONDS)
+            pending = [t for t in self.sent_seq if t not in self.finished]
+            if not pending:
+                continue
+            stored = await sync_to_async(selectors.task_last_seqs)(task_ids=pending)
+            for task_id, last_seq in stored.items():
+                if last_seq > self.sent_seq.get(task_id, last_seq):
+                    async with self.delivery:
+                        await self._replay(task_id)
 
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
@@ -148,23 +171,29 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _follow(self, task_id: int, *, after_seq: int) -> None:
         """Join the task's group first, then replay what is stored after `after_seq`; live events
-        queued meanwhile are de-duplicated by seq in `task_event`."""
-        if task_id not in self.sent_seq:
-            await self.channel_layer.group_add(task_group(task_id), self.channel_name)
-        self.sent_seq[task_id] = after_seq
+        queued meanwhile are de-duplicated by seq in `_send_event`."""
+        async with self.delivery:
+            if task_id not in self.sent_seq:
+                await self.channel_layer.group_add(task_group(task_id), self.channel_name)
+            self.sent_seq[task_id] = after_seq
+            self.finished.discard(task_id)
+            await self._replay(task_id)
+
+    async def _replay(self, task_id: int) -> None:
+        """Send the stored events after the last one sent, in order. Caller holds `delivery`."""
         while True:
-            task = await sync_to_async(selectors.task_for_user)(user=self.user, task_id=task_id)
-            events = await sync_to_async(selectors.task_events_after)(
-                task=task, seq=self.sent_seq[task_id]
+            events = await sync_to_async(selectors.task_events_after_id)(
+                task_id=task_id, seq=self.sent_seq[task_id]
             )
             if not events:
-                break
+                return
             for event in events:
-                await self._send_event(event.as_message())
+                await self._send_in_order(event.as_message())
 
     # ── broadcast from the runner ──────────────────────────────────────────────────────────────
     async def task_event(self, message: dict) -> None:
-        await self._send_event(message["event"])
+        async with self.delivery:
+            await self._send_event(message["event"])
 
     async def _send_event(self, event: dict) -> None:
         task_id = event["task_id"]
@@ -172,11 +201,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if last is None or event["seq"] <= last:
             return
         if event["seq"] != last + 1:
-            # A gap (e.g. the channel layer dropped a message): fill it from the database.
-            self.sent_seq[task_id] = last
-            await self._follow(task_id, after_seq=last)
+            # A gap (the channel layer dropped a message): fill it from the database.
+            await self._replay(task_id)
+            return
+        await self._send_in_order(event)
+
+    async def _send_in_order(self, event: dict) -> None:
+        task_id = event["task_id"]
+        if event["seq"] != self.sent_seq[task_id] + 1:
             return
         self.sent_seq[task_id] = event["seq"]
+        if event["type"] == "task_finished":
+            self.finished.add(task_id)
         await self.send_json(event)
 
     async def send_error(self, code: str, message: str, *, suggestions=None, task_id=None) -> None:

@@ -8,7 +8,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import os
+import threading
 
 from django.conf import settings
 from django.db import transaction
@@ -45,20 +48,51 @@ def _enqueue_rq(task_id: int, queue_name: str) -> None:
     django_rq.get_queue(queue_name).enqueue(run_task_job, task_id, job_id=f"task-{task_id}")
 
 
-def _start_inline(task_id: int) -> None:
+def _serving_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop serving requests (Daphne's): the running one, or — from a sync view or a
+    `sync_to_async` thread — the loop asgiref recorded for that thread. None outside a server."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    from asgiref.sync import SyncToAsync
+
+    local = SyncToAsync.threadlocal
+    if getattr(local, "main_event_loop_pid", None) == os.getpid():
+        loop = getattr(local, "main_event_loop", None)
+        if loop is not None and loop.is_running():
+            return loop
+    return None
+
+
+def _spawn(task_id: int) -> None:
+    """On the serving loop: run the task as an asyncio task, kept referenced until done."""
     from apps.tasks.runner import run_task
 
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        # Called from a sync context without a loop (e.g. a sync view under WSGI or a command):
-        # run in a thread with its own loop so the caller is not blocked.
-        import threading
+    # A fresh context: the task must not inherit the submitting request's context variables
+    # (asgiref's would make it believe it is inside that request's sync_to_async call).
+    runner = asyncio.get_running_loop().create_task(
+        run_task(task_id), name=f"task-{task_id}", context=contextvars.Context()
+    )
+    _inline_tasks.add(runner)
+    runner.add_done_callback(_inline_tasks.discard)
+
+
+def _start_inline(task_id: int) -> None:
+    loop = _serving_loop()
+    if loop is None:
+        # No server loop (a management command, a plain script): a thread with its own loop.
+        from apps.tasks.runner import run_task
 
         threading.Thread(
             target=lambda: asyncio.run(run_task(task_id)), daemon=True, name=f"task-{task_id}"
         ).start()
         return
-    runner = loop.create_task(run_task(task_id), name=f"task-{task_id}")
-    _inline_tasks.add(runner)
-    runner.add_done_callback(_inline_tasks.discard)
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        _spawn(task_id)
+    else:
+        loop.call_soon_threadsafe(_spawn, task_id, context=contextvars.Context())

@@ -47,3 +47,16 @@ def task_events_after(*, task, seq: int = 0, limit: int = 5000):
     from apps.tasks.models import TaskEvent
 
     return list(TaskEvent.objects.filter(task=task, seq__gt=seq).order_by("seq")[:limit])
+
+
+def task_events_after_id(*, task_id: int, seq: int = 0, limit: int = 5000):
+    """Events of a task the caller already checked access to."""
+    from apps.tasks.models import TaskEvent
+
+    return list(TaskEvent.objects.filter(task_id=task_id, seq__gt=seq).order_by("seq")[:limit])
+
+
+def task_last_seqs(*, task_ids) -> dict[int, int]:
+    from apps.tasks.models import Task
+
+    return dict(Task.objects.filter(pk__in=list(task_ids)).values_list("pk", "last_seq"))

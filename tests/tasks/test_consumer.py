@@ -157,3 +157,22 @@ async def test_a_gap_in_live_events_is_filled_from_the_database(people):
     got = [await communicator.receive_json_from(timeout=5) for _ in range(3)]
     assert [e["seq"] for e in got] == [1, 2, 3]
     await communicator.disconnect()
+
+
+async def test_events_the_channel_layer_never_delivered_still_arrive_from_the_database(people):
+    """channels-redis drops group messages silently when an inbox is full; if the tail of a task
+    (task_finished included) is lost, the socket must still get it."""
+    from apps.tasks.consumers import CATCH_UP_SECONDS
+
+    task = await sync_to_async(make_task)(people["alice"], people["alpha"])
+    communicator = await open_socket(people["alice"])
+    await communicator.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
+    assert await communicator.receive_nothing(timeout=0.2)
+    await sync_to_async(add_events)(task, "task_started", "token", "task_finished")  # no broadcast
+    got = [await communicator.receive_json_from(timeout=CATCH_UP_SECONDS * 3) for _ in range(3)]
+    assert [(e["seq"], e["type"]) for e in got] == [
+        (1, "task_started"),
+        (2, "token"),
+        (3, "task_finished"),
+    ]
+    await communicator.disconnect()

@@ -151,3 +151,27 @@ async def test_shipped_writer_skill_has_no_shell_and_its_prompt_reaches_the_mode
     started = (await sync_to_async(events_of)(task))[0]
     assert "shell" not in started.data["tools"] and "str_replace_editor" in started.data["tools"]
     assert started.data["skill"] == "writer"
+
+
+async def test_inline_tasks_submitted_from_a_sync_thread_run_on_the_serving_loop(demo):
+    """The consumer and the API submit from sync_to_async threads; the task must still run as an
+    asyncio task on the serving loop, not in a private thread with its own loop."""
+    import threading
+
+    from apps.tasks import executors
+
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
+    serving = asyncio.get_running_loop()
+    await sync_to_async(executors._start_inline)(task.pk)
+    spawned = [t for t in executors._inline_tasks if t.get_name() == f"task-{task.pk}"]
+    for _ in range(100):
+        spawned = spawned or [
+            t for t in executors._inline_tasks if t.get_name() == f"task-{task.pk}"
+        ]
+        if spawned:
+            break
+        await asyncio.sleep(0.01)
+    assert spawned and spawned[0].get_loop() is serving
+    assert await spawned[0] == "completed"
+    assert not [t for t in threading.enumerate() if t.name == f"task-{task.pk}"]
