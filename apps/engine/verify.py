@@ -28,6 +28,7 @@ the model's).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import re
@@ -319,11 +320,13 @@ class Verifier:
     ) -> VerificationResult:
         root = Path(workspace).resolve()
         started = time.monotonic()
-        kind, commands = self.plan(root, spec_commands)
+        # Walking a large tree must not stall the event loop (other tasks stream meanwhile).
+        kind, commands = await asyncio.to_thread(self.plan, root, spec_commands)
         if not commands:
+            empty = not await asyncio.to_thread(has_any_file, root)
             reason = (
                 "the workspace is empty"
-                if not has_any_file(root)
+                if empty
                 else "no Python project and no verification commands declared by the spec"
             )
             summary = f"nothing to verify: {reason}, so no command ran"
