@@ -62,7 +62,7 @@ def test_json_for_every_working_backend(tmp_path):
 
 
 def test_unconfined_mode_fails_the_check(tmp_path):
-    done = check_sandbox(tmp_path, config="sandbox:\n  mode: \"off\"\n")
+    done = check_sandbox(tmp_path, config='sandbox:\n  mode: "off"\n')
     assert done.returncode != 0
     assert "FAIL  network" in done.stdout
     assert "FAIL  filesystem: write outside" in done.stdout
