@@ -15,9 +15,12 @@ Backends, best first; `probe_backends()` tries each once per process:
 3. `landlock`: the kernel's unprivileged access control (ABI >= 4, so TCP connect/bind can be
    denied too), applied by a small Python launcher that also acts as child subreaper, so
    processes that escape the process group are still killed. Used where namespaces are
-   unavailable (e.g. containers that forbid them). Weaker: UDP and pathname Unix sockets are not
-   covered. `landlock_layer=True` adds the same launcher inside the namespace backends as a
-   second layer.
+   unavailable (e.g. containers that forbid them). Other processes' /proc/<pid> files are
+   unreadable (Landlock alone would let a command read their environ, API keys included).
+   Weaker: UDP and pathname Unix sockets are not covered; /tmp and /dev/shm are not writable
+   (TMPDIR is private; Python multiprocessing locks fail); without ABI 6 a command may signal
+   processes of the same user. `landlock_layer=True` adds the same launcher inside the
+   namespace backends as a second layer.
 
 With `mode="off"` (chosen explicitly in agentkit.yaml) commands run unconfined. Otherwise, when no
 backend works, `run()` raises `SandboxUnavailable` whose message says how to install bubblewrap.
