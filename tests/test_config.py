@@ -150,3 +150,34 @@ def _clean_env() -> dict[str, str]:
     env.pop("AGENTKIT_CONFIG", None)
     env.pop("DJANGO_SETTINGS_MODULE", None)
     return env
+
+
+def test_bare_yaml_off_turns_the_sandbox_off(tmp_path):
+    config = load_config(write(tmp_path, "sandbox:\n  mode: off\n"))
+    assert config.sandbox.mode == "off"
+    with pytest.raises(ConfigError, match=r"sandbox\.mode"):
+        load_config(write(tmp_path, "sandbox:\n  mode: on\n"))
+
+
+def test_required_sandbox_without_a_usable_backend_fails_manage_py_check(tmp_path):
+    path = write(tmp_path, "sandbox:\n  mode: required\n  backends: []\n")
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**_clean_env(), "AGENTKIT_CONFIG": str(path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0
+    assert "sandbox.mode is 'required'" in proc.stderr and "bubblewrap" in proc.stderr
+    works = write(tmp_path, "sandbox:\n  mode: required\n")
+    ok = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**_clean_env(), "AGENTKIT_CONFIG": str(works)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert ok.returncode == 0, ok.stderr

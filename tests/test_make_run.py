@@ -98,7 +98,10 @@ def test_make_run_serves_login_page_and_ctrl_c_stops_everything(tmp_path, runs):
     assert any("redis-server" in c for c in children), children
     assert any("rqworker" in c for c in children), children
     assert any("daphne" in c for c in children), children
-    assert f"http://127.0.0.1:{run.port}/" in run.output()
+    deadline = time.monotonic() + 15  # the URL is printed just after the port opens
+    while f"http://127.0.0.1:{run.port}/" not in run.output():
+        assert time.monotonic() < deadline, run.output()
+        time.sleep(0.1)
 
     run.ctrl_c()
     assert run.wait_until_no_orphans() == []

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 PROVIDERS = ("openai", "anthropic", "scripted")
 MODES = ("direct_chat", "react", "plan_exec", "team_collab")
@@ -224,9 +224,20 @@ class SandboxConfig(Section):
     start-up checks fail without one; `off`: run unconfined (must be chosen explicitly)."""
 
     mode: Literal["auto", "required", "off"] = "auto"
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _bare_off(cls, value: Any) -> Any:
+        # YAML reads a bare `off` as the boolean false; that is what the user meant.
+        return "off" if value is False else value
+
     network: bool = False
     timeout_seconds: PositiveFloat = 120.0
     env_passthrough: list[str] = Field(default_factory=lambda: ["LANG", "LC_ALL", "TZ"])
+    backends: list[Literal["bwrap", "unshare", "landlock"]] = Field(
+        default_factory=lambda: ["bwrap", "unshare", "landlock"],
+        description="Backends that may be used, in order of preference.",
+    )
 
 
 class EvolutionConfig(Section):

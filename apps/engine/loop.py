@@ -343,6 +343,8 @@ class ReActEngine:
             passed=outcome.passed,
             errors=list(outcome.errors),
             log=truncate_output(outcome.log, limit),
+            commands=list(outcome.commands),
+            summary=outcome.summary,
         )
         run.verification.append(record)
         reinject = not record.passed and record.attempt <= self.config.verification.max_reinjections

@@ -31,6 +31,8 @@ class VerificationOutcome:
     passed: bool
     errors: tuple[str, ...] = ()  # what failed, in words the model can act on
     log: str = ""  # the full output, kept in the verification log
+    commands: tuple[str, ...] = ()  # what ran, for people (the chat's verification card)
+    summary: str = ""  # one line for people
 
 
 Verifier = Callable[[str], Awaitable[VerificationOutcome]]

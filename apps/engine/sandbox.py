@@ -544,9 +544,11 @@ class Sandbox:
         env_passthrough: Sequence[str] = ("LANG", "LC_ALL", "TZ"),
         max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
         landlock_layer: bool = False,
+        backends: Sequence[str] = BACKENDS,
     ):
         """`backend` forces one backend (tests, benchmarks); None picks the best available.
-        `network` and `timeout_seconds` are the defaults of `run()`."""
+        `network` and `timeout_seconds` are the defaults of `run()`. `backends`: the ones that may
+        be picked, in order of preference (sandbox.backends in agentkit.yaml)."""
         self.mode = mode
         self.network = network
         self.timeout_seconds = timeout_seconds
@@ -566,10 +568,14 @@ class Sandbox:
                 )
             self.backend = backend
         else:
-            working = [p.name for p in self.probes if p.available]
+            probes = {p.name: p for p in self.probes}
+            allowed = [probes[name] for name in backends if name in probes]
+            working = [p.name for p in allowed if p.available]
             self.backend = working[0] if working else ""
             if not working:
-                tried = "; ".join(f"{p.name}: {p.detail}" for p in self.probes)
+                tried = "; ".join(f"{p.name}: {p.detail}" for p in allowed) or (
+                    "sandbox.backends allows none"
+                )
                 self.unavailable_reason = (
                     f"no sandbox backend works on this machine ({tried}). {INSTALL_HINT}"
                 )
@@ -589,6 +595,7 @@ class Sandbox:
             "network": config.network,
             "timeout_seconds": config.timeout_seconds,
             "env_passthrough": tuple(config.env_passthrough),
+            "backends": tuple(config.backends),
         }
         options.update(overrides)
         return cls(**options)

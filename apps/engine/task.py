@@ -63,6 +63,8 @@ class VerificationRecord(BaseModel):
     passed: bool
     errors: list[str] = Field(default_factory=list)
     log: str = ""
+    commands: list[str] = Field(default_factory=list)
+    summary: str = ""
 
 
 class TaskResult(BaseModel):

@@ -115,7 +115,13 @@ class VerificationResult:
 
     def as_outcome(self) -> VerificationOutcome:
         """What the engine's `Verifier` port returns (apps/engine/ports.py)."""
-        return VerificationOutcome(passed=self.passed, errors=self.errors, log=self.log)
+        return VerificationOutcome(
+            passed=self.passed,
+            errors=self.errors,
+            log=self.log,
+            commands=tuple(outcome.command for outcome in self.commands),
+            summary=self.summary,
+        )
 
     def as_event_data(self) -> dict[str, Any]:
         """JSON-safe payload for the `verification_result` event (the chat's verification card)."""

@@ -1,4 +1,5 @@
-"""`manage.py check` (and every command that runs checks) validates agentkit.yaml."""
+"""`manage.py check` (and every command that runs checks) validates agentkit.yaml, and with
+`sandbox.mode: required` that a sandbox backend works on this machine."""
 
 from django.conf import settings
 from django.core.checks import Error, register
@@ -9,7 +10,7 @@ from apps.engine.config import ConfigError, load_config
 @register("agentkit")
 def check_agentkit_config(app_configs=None, **kwargs):
     try:
-        load_config(settings.AGENTKIT_CONFIG)
+        config = load_config(settings.AGENTKIT_CONFIG)
     except ConfigError as exc:
         return [
             Error(
@@ -19,4 +20,17 @@ def check_agentkit_config(app_configs=None, **kwargs):
             )
             for line in exc.lines
         ]
+    if config.sandbox.mode == "required":
+        from apps.engine.sandbox import Sandbox
+
+        sandbox = Sandbox.from_config(config.sandbox)
+        if not sandbox.available:
+            return [
+                Error(
+                    f"sandbox.mode is 'required' but {sandbox.unavailable_reason}",
+                    hint="Install bubblewrap, allow another backend in sandbox.backends, or set "
+                    "sandbox.mode: auto.",
+                    id="agentkit.E002",
+                )
+            ]
     return []

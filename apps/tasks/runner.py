@@ -26,8 +26,10 @@ from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
 from apps.engine.ports import TaskHooks
+from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
+from apps.engine.verify import Verifier, answer_verifier
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
@@ -161,24 +163,29 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
             f"the workspace directory {root} does not exist",
             ["Create it, or fix the workspace's root directory in admin."],
         )
-    from apps.engine.sandbox import Sandbox
-
+    sandbox = Sandbox.from_config(config.sandbox)
     return ToolContext(
         root=root,
-        sandbox=Sandbox.from_config(config.sandbox),
+        sandbox=sandbox,
         network=config.sandbox.network,
         timeout_seconds=config.sandbox.timeout_seconds,
         verification_commands=tuple(task.workspace.verification_commands or ()),
+        verifier=Verifier(sandbox, config.verification),
     )
 
 
 def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActEngine:
+    """The engine for one task. The verifier is always given; the engine runs it only when the
+    mode has verification on (verification.modes)."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
         build_tools(ctx, available_tool_names()),
         max_output_chars=config.react.tool_output_max_chars,
     )
-    return ReActEngine(gateway, tools, config, hooks=RunnerHooks(task.pk))
+    skill = config.skills.get(task.skill) if task.skill else None
+    spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
+    verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
+    return ReActEngine(gateway, tools, config, verifier=verifier, hooks=RunnerHooks(task.pk))
 
 
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:

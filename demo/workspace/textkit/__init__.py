@@ -1,6 +1,6 @@
 """textkit: small text helpers."""
 
 from textkit.slug import slugify
-from textkit.stats import word_count, top_words
+from textkit.stats import top_words, word_count
 
 __all__ = ["slugify", "top_words", "word_count"]

@@ -1,0 +1,113 @@
+"""Verification at the final answer through the real runner: sandboxed pytest + ruff on a copy of
+the demo workspace, failures re-injected, the scripted model fixes the bug, verification passes."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from apps.tasks.conf import reload_agent_config
+from apps.tasks.models import Task, TaskEvent
+from apps.tasks.runner import run_task
+from tests.support import ROOT
+from tests.tasks.factories import make_task, make_user, make_workspace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SCRIPT = """
+- match: '(?i)^make the tests pass'
+  role: user
+  text: "Done: the tests pass now."
+- match: 'test_runs_of_separators_collapse'
+  role: user
+  text: "Verification found a failing test; let me read slugify."
+  tool_calls: [{name: read_file, arguments: {path: textkit/slug.py, symbol: slugify}}]
+- after_tool: read_file
+  text: "Collapsing runs of separators."
+  tool_calls:
+    - name: str_replace_editor
+      arguments:
+        command: str_replace
+        path: textkit/slug.py
+        old_str: '    words = re.sub(r"[^a-zA-Z0-9]", separator, normalized.lower())'
+        new_str: '    words = re.sub(r"[^a-zA-Z0-9]+", separator, normalized.lower())'
+- after_tool: str_replace_editor
+  text: "Fixed slugify: runs of separators now collapse."
+"""
+
+
+@pytest.fixture
+def demo(tmp_path):
+    root = tmp_path / "demo"
+    shutil.copytree(ROOT / "demo" / "workspace", root)
+    user = make_user("alice")
+    return user, make_workspace("demo", root, user), root
+
+
+@pytest.fixture
+def configure(settings, tmp_path):
+    def use(*, react_verification: bool):
+        script = tmp_path / "script.yaml"
+        script.write_text(textwrap.dedent(SCRIPT))
+        path = tmp_path / "agentkit.yaml"
+        path.write_text(
+            f"models: {{main: {{provider: scripted, script: {script}}}}}\n"
+            f"verification: {{modes: {{react: {str(react_verification).lower()}}}}}\n"
+        )
+        settings.AGENTKIT_CONFIG = str(path)
+        reload_agent_config()
+
+    yield use
+    settings.AGENTKIT_CONFIG = str(ROOT / "agentkit.yaml")
+    reload_agent_config()
+
+
+def events_of(task):
+    return list(TaskEvent.objects.filter(task=task).order_by("seq"))
+
+
+async def test_failed_verification_is_reinjected_and_the_fix_passes(demo, configure):
+    configure(react_verification=True)
+    user, workspace, root = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="make the tests pass")
+    assert await run_task(task.pk) == "completed"
+
+    events = await sync_to_async(events_of)(task)
+    checks = [e.data for e in events if e.type == "verification_result"]
+    assert [(c["passed"], c["reinjected"]) for c in checks] == [(False, True), (True, False)]
+    first = checks[0]
+    assert any("test_runs_of_separators_collapse" in error for error in first["errors"])
+    assert any(cmd.startswith("pytest") for cmd in first["commands"])
+    assert any(cmd.startswith("ruff") for cmd in first["commands"])
+    assert "hello----world" in first["log"] or "AssertionError" in first["log"]
+    names = [e.data["name"] for e in events if e.type == "tool_call"]
+    assert names == ["read_file", "str_replace_editor"]  # the fix came after the re-injection
+    assert 'r"[^a-zA-Z0-9]+"' in (root / "textkit" / "slug.py").read_text()
+    finished = events[-1].data
+    assert finished["status"] == "completed" and len(finished["verification"]) == 2
+
+
+async def test_react_never_verifies_unless_configured(demo, configure):
+    configure(react_verification=False)
+    user, workspace, root = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="make the tests pass")
+    assert await run_task(task.pk) == "completed"
+    events = await sync_to_async(events_of)(task)
+    assert not [e for e in events if e.type == "verification_result"]
+    assert 'r"[^a-zA-Z0-9]"' in (root / "textkit" / "slug.py").read_text()  # nothing was fixed
+
+
+async def test_direct_chat_is_never_verified_even_when_react_is(demo, configure):
+    configure(react_verification=True)
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(
+        user, workspace, goal="make the tests pass", mode="direct_chat"
+    )
+    assert await run_task(task.pk) == "completed"
+    assert not await sync_to_async(
+        TaskEvent.objects.filter(task=task, type="verification_result").exists
+    )()
+    assert (await sync_to_async(Task.objects.get)(pk=task.pk)).status == "completed"
