@@ -30,7 +30,7 @@
     const footer = el("footer", { class: "task-footer", "data-role": "usage" });
     root.append(header, body, footer);
     messages.append(root);
-    view = state.tasks[taskId] = { root, body, footer, lastSeq: 0, text: null, cards: {} };
+    view = state.tasks[taskId] = { root, body, footer, lastSeq: 0, text: null, cards: {}, streamedSteps: new Set() };
     return view;
   }
 
@@ -65,7 +65,14 @@
       if (ev.data.goal) view.body.append(el("div", { class: "bubble user", text: ev.data.goal }));
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
     },
-    token(view, ev) { assistantText(view).append(document.createTextNode(ev.data.text || "")); },
+    token(view, ev) {
+      if (ev.data.restart) {  // the model call is being retried: drop this step's text so far
+        if (view.text) view.text.textContent = "";
+        return;
+      }
+      view.streamedSteps.add(ev.data.step);
+      assistantText(view).append(document.createTextNode(ev.data.text || ""));
+    },
     tool_call(view, ev) {
       view.text = null;  // text after a tool call starts a new bubble
       const args = JSON.stringify(ev.data.arguments || {}, null, 2);
@@ -91,12 +98,13 @@
       const d = ev.data;
       const card = el("details", { class: "verify-card " + (d.passed ? "ok" : "failed") },
         el("summary", {}, el("span", { text: "Verification " + (d.passed ? "passed" : "failed") }), el("span", { class: "tool-state", text: (d.commands || []).join(" · ") })),
-        el("pre", { class: "result", text: (d.errors || []).join("\n") + (d.log ? "\n\n" + d.log : "") }));
+        el("pre", { class: "result", text: [(d.errors || []).join("\n"), d.log || ""].filter(Boolean).join("\n\n") }));
       view.body.append(card);
       view.text = null;
     },
     final_answer(view, ev) {
-      if (!view.text && ev.data.text) assistantText(view).textContent = ev.data.text;
+      // Shown already when its step streamed tokens; otherwise (no streaming) show it now.
+      if (!view.streamedSteps.has(ev.data.step) && ev.data.text) assistantText(view).textContent = ev.data.text;
       view.text = null;
     },
     error(view, ev) {
