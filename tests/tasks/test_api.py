@@ -157,3 +157,22 @@ def test_create_api_token_prints_the_token_alone_on_the_last_line(tmp_path):
         text=True,
     )
     assert missing.returncode != 0 and "no user named 'nobody'" in missing.stderr
+
+
+def test_admin_revoke_action_disables_a_token(alice):
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("boss", password="pw-boss-123")
+    token, key = api_token_create(user=alice[0])
+    client = Client()
+    client.force_login(admin)
+    page = client.get("/admin/tasks/apitoken/")
+    assert page.status_code == 200 and token.prefix in page.content.decode()
+    assert key not in page.content.decode()  # the plain key is never shown again
+    response = client.post(
+        "/admin/tasks/apitoken/", {"action": "revoke", "_selected_action": [token.pk]}, follow=True
+    )
+    assert "Revoked 1 token(s)." in response.content.decode()
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    assert Client().get("/api/workspaces", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 401
