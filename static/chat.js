@@ -7,6 +7,8 @@
   const messages = $("#messages");
   const state = { socket: null, backoff: 500, tasks: {}, current: null, pending: [] };
   window.agentkitRendered = {};  // task id -> seqs rendered, in order (diagnostics and tests)
+  // Diagnostics and tests: how often the socket reopened, and a way to drop it on purpose.
+  window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close() };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -149,6 +151,7 @@
     state.socket = socket;
     socket.addEventListener("open", () => {
       state.backoff = 500;
+      window.agentkitSocket.opens += 1;
       document.body.dataset.socket = "open";
       for (const [id, view] of Object.entries(state.tasks)) send({ type: "resume", task_id: Number(id), after_seq: view.lastSeq });
       const queued = state.pending.splice(0);

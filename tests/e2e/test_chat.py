@@ -87,3 +87,23 @@ def test_unbuilt_mode_shows_an_error_card(page: Page, slow_server):
     task = page.locator("article.task").last
     expect(task.locator(".bubble.error")).to_contain_text("mode_not_available", timeout=15_000)
     expect(task.locator("[data-role=status]")).to_have_text("failed")
+
+
+def test_a_dropped_connection_reconnects_and_loses_nothing(page: Page, slow_server, artifacts):
+    log_in(page, slow_server)
+    page.locator("#message").fill("fix the failing test in tests/test_slug.py")
+    page.get_by_role("button", name="Send").click()
+    task = page.locator("article.task").last
+    expect(task.locator(".bubble.assistant").first).not_to_be_empty(timeout=10_000)
+    task_id = task.get_attribute("data-task-id")
+    page.evaluate("window.agentkitSocket.drop()")
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    assert page.evaluate("window.agentkitSocket.opens") >= 2  # it reconnected by itself
+    seqs = rendered_seqs(page, task_id)
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    stored = page.request.get(f"{slow_server.url}/api/tasks/{task_id}/events?after=0").json()[
+        "events"
+    ]
+    assert len(stored) == len(seqs)
+    # (the earlier test fixed the demo already: the model reads slugify and finds nothing to do)
+    expect(task.locator('.tool-card[data-tool="read_file"]')).to_have_count(1)
