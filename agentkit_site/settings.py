@@ -98,6 +98,9 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat"
 LOGOUT_REDIRECT_URL = "login"
 
+# Largest WebSocket frame the chat accepts (bytes); larger ones get an error frame.
+AGENTKIT_WS_MAX_FRAME_BYTES = int(os.environ.get("AGENTKIT_WS_MAX_FRAME_BYTES", 64 * 1024))
+
 # Redis: channel layer (when REDIS_URL is set) and the RQ queues `agent` and `evolution`.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -10,6 +10,7 @@ import json
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from apps.tasks import executors, selectors, services
 from apps.tasks.conf import agent_config
@@ -17,7 +18,6 @@ from apps.tasks.services import ApplicationError
 
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
-MAX_FRAME_BYTES = 64 * 1024
 CATCH_UP_SECONDS = 2.0
 REQUIRED_FIELDS = {
     "user_message": ("text",),
@@ -69,10 +69,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
         raw = text_data if text_data is not None else (bytes_data or b"").decode("utf-8", "replace")
-        if len(raw.encode("utf-8")) > MAX_FRAME_BYTES:
+        limit = settings.AGENTKIT_WS_MAX_FRAME_BYTES
+        if len(raw.encode("utf-8")) > limit:
             await self.send_error(
                 "frame_too_large",
-                f"frames are limited to {MAX_FRAME_BYTES // 1024} KB; send a shorter message",
+                f"frames are limited to {limit // 1024} KB; send a shorter message",
             )
             return
         try:

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.test import Client
 
 from agentkit_site.asgi import application
-from apps.tasks.consumers import MAX_FRAME_BYTES, task_group
+from apps.tasks.consumers import task_group
 from tests.tasks.factories import add_events, make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -84,9 +84,7 @@ async def test_oversized_frame_is_refused_and_nothing_is_created(people):
     from apps.tasks.models import Task
 
     communicator = await open_socket(people["alice"])
-    big = json.dumps(
-        {"type": "user_message", "workspace": "alpha", "text": "x" * (MAX_FRAME_BYTES + 10)}
-    )
+    big = json.dumps({"type": "user_message", "workspace": "alpha", "text": "x" * (64 * 1024 + 10)})
     await communicator.send_to(text_data=big)
     await expect_error(communicator, "frame_too_large")
     await still_works(communicator)
@@ -175,4 +173,15 @@ async def test_events_the_channel_layer_never_delivered_still_arrive_from_the_da
         (2, "token"),
         (3, "task_finished"),
     ]
+    await communicator.disconnect()
+
+
+async def test_frame_limit_is_a_setting(people, settings):
+    settings.AGENTKIT_WS_MAX_FRAME_BYTES = 2048
+    communicator = await open_socket(people["alice"])
+    await communicator.send_to(
+        text_data=json.dumps({"type": "resume", "task_id": 1, "pad": "x" * 3000})
+    )
+    frame = await expect_error(communicator, "frame_too_large")
+    assert "2 KB" in frame["data"]["error_struct"]["message"]
     await communicator.disconnect()
