@@ -118,29 +118,29 @@ def test_missing_file_says_how_to_fix(tmp_path):
 )
 def test_manage_py_check_fails_readably(tmp_path, yaml_text, expected):
     path = write(tmp_path, yaml_text)
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
-        env={**_clean_env(), "AGENTKIT_CONFIG": str(path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = manage_check(path)
     assert proc.returncode != 0
     assert expected in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_manage_py_check_passes_on_shipped_config():
-    proc = subprocess.run(
+    proc = manage_check()
+    assert proc.returncode == 0, proc.stderr
+
+
+def manage_check(config_path=None) -> subprocess.CompletedProcess:
+    env = _clean_env()
+    if config_path is not None:
+        env["AGENTKIT_CONFIG"] = str(config_path)
+    return subprocess.run(
         [sys.executable, "manage.py", "check"],
         cwd=ROOT,
-        env=_clean_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert proc.returncode == 0, proc.stderr
 
 
 def _clean_env() -> dict[str, str]:
@@ -161,23 +161,9 @@ def test_bare_yaml_off_turns_the_sandbox_off(tmp_path):
 
 def test_required_sandbox_without_a_usable_backend_fails_manage_py_check(tmp_path):
     path = write(tmp_path, "sandbox:\n  mode: required\n  backends: []\n")
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
-        env={**_clean_env(), "AGENTKIT_CONFIG": str(path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = manage_check(path)
     assert proc.returncode != 0
     assert "sandbox.mode is 'required'" in proc.stderr and "bubblewrap" in proc.stderr
     works = write(tmp_path, "sandbox:\n  mode: required\n")
-    ok = subprocess.run(
-        [sys.executable, "manage.py", "check"],
-        cwd=ROOT,
-        env={**_clean_env(), "AGENTKIT_CONFIG": str(works)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    ok = manage_check(works)
     assert ok.returncode == 0, ok.stderr

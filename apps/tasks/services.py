@@ -10,7 +10,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from apps.tasks.models import Workspace
+from apps.tasks.models import FINAL_STATUSES, ApiToken, Task, Workspace
 
 
 class ApplicationError(Exception):
@@ -165,8 +165,6 @@ def task_create(
 ):
     """Create a queued task after checking the user may use the workspace. Re-sending the same
     `client_msg_id` returns the task created the first time (no duplicate on reconnect)."""
-    from apps.tasks.models import Task
-
     if not workspace.members.filter(pk=user.pk).exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     if len(text) > MAX_GOAL_CHARS:
@@ -194,8 +192,6 @@ def task_request_cancel(*, task) -> bool:
     False when the task had already finished."""
     from django.utils import timezone
 
-    from apps.tasks.models import FINAL_STATUSES, Task
-
     updated = (
         Task.objects.filter(pk=task.pk, cancel_requested_at__isnull=True)
         .exclude(status__in=FINAL_STATUSES)
@@ -213,8 +209,6 @@ def _token_hash(key: str) -> str:
 
 def api_token_create(*, user, name: str = "") -> tuple[object, str]:
     """Returns (ApiToken, the plain key). The key is shown once; only its hash is stored."""
-    from apps.tasks.models import ApiToken
-
     key = "ak_" + secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
         user=user, name=name, prefix=key[:10], key_hash=_token_hash(key)
@@ -225,8 +219,6 @@ def api_token_create(*, user, name: str = "") -> tuple[object, str]:
 def api_token_authenticate(*, key: str):
     """The user of an active token, or None."""
     from django.utils import timezone
-
-    from apps.tasks.models import ApiToken
 
     token = (
         ApiToken.objects.select_related("user")

@@ -3,48 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import textwrap
 
 import pytest
 from asgiref.sync import sync_to_async
 
-from apps.tasks.conf import reload_agent_config
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.runner import run_task
 from apps.tasks.services import task_request_cancel
-from tests.support import ROOT
-from tests.tasks.factories import make_task, make_user, make_workspace
+from tests.tasks.conftest import events_of
+from tests.tasks.factories import make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def demo(tmp_path):
-    root = tmp_path / "demo"
-    shutil.copytree(ROOT / "demo" / "workspace", root)
-    user = make_user("alice")
-    return user, make_workspace("demo", root, user), root
-
-
-@pytest.fixture
-def config_file(settings, tmp_path):
-    """Point the app at a temporary agentkit.yaml; restore the shipped one afterwards."""
-
-    def use(text: str):
-        path = tmp_path / "agentkit.yaml"
-        path.write_text(textwrap.dedent(text))
-        settings.AGENTKIT_CONFIG = str(path)
-        reload_agent_config()
-        return path
-
-    yield use
-    settings.AGENTKIT_CONFIG = str(ROOT / "agentkit.yaml")
-    reload_agent_config()
-
-
-def events_of(task) -> list[TaskEvent]:
-    return list(TaskEvent.objects.filter(task=task).order_by("seq"))
 
 
 async def test_demo_task_reads_by_symbol_edits_and_completes(demo):

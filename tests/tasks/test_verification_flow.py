@@ -3,17 +3,15 @@ the demo workspace, failures re-injected, the scripted model fixes the bug, veri
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 
 import pytest
 from asgiref.sync import sync_to_async
 
-from apps.tasks.conf import reload_agent_config
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.runner import run_task
-from tests.support import ROOT
-from tests.tasks.factories import make_task, make_user, make_workspace
+from tests.tasks.conftest import events_of
+from tests.tasks.factories import make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,33 +38,16 @@ SCRIPT = """
 
 
 @pytest.fixture
-def demo(tmp_path):
-    root = tmp_path / "demo"
-    shutil.copytree(ROOT / "demo" / "workspace", root)
-    user = make_user("alice")
-    return user, make_workspace("demo", root, user), root
-
-
-@pytest.fixture
-def configure(settings, tmp_path):
+def configure(config_file, tmp_path):
     def use(*, react_verification: bool):
         script = tmp_path / "script.yaml"
         script.write_text(textwrap.dedent(SCRIPT))
-        path = tmp_path / "agentkit.yaml"
-        path.write_text(
+        config_file(
             f"models: {{main: {{provider: scripted, script: {script}}}}}\n"
             f"verification: {{modes: {{react: {str(react_verification).lower()}}}}}\n"
         )
-        settings.AGENTKIT_CONFIG = str(path)
-        reload_agent_config()
 
-    yield use
-    settings.AGENTKIT_CONFIG = str(ROOT / "agentkit.yaml")
-    reload_agent_config()
-
-
-def events_of(task):
-    return list(TaskEvent.objects.filter(task=task).order_by("seq"))
+    return use
 
 
 async def test_failed_verification_is_reinjected_and_the_fix_passes(demo, configure):
