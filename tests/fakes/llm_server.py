@@ -22,7 +22,8 @@ What it does like the real services:
 - `ttft` (seconds before the first token) and `tokens_per_second` (None: as fast as possible).
 - Faults on demand, consumed one per request in order (optionally only by requests for one
   model): error status (500, 429 with retry-after, ...), hang until the client times out,
-  malformed SSE line, `error` event after HTTP 200, disconnect mid-stream, empty answer, 401
+  malformed SSE line, `error` event after HTTP 200 (or any given error object, e.g. Groq's
+  `tool_use_failed`), disconnect mid-stream, empty answer, 401
   that echoes the API key, context-window 400, one JSON body for a streaming request.
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
@@ -88,6 +89,7 @@ class Fault:
     seconds: float = 3600.0
     model: str | None = None
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (status faults)
+    error_json: str | None = None  # stream_error: the error object sent, as JSON text
 
     @classmethod
     def http_error(cls, status: int = 500, message: str = "fake server error", **kw) -> Fault:
@@ -116,6 +118,13 @@ class Fault:
     ) -> Fault:
         """HTTP 200, some text, then an error event (OpenAI: an `{"error": ...}` chunk)."""
         return cls("error_event", after_chunks=after_chunks, error_type=error_type, **kw)
+
+    @classmethod
+    def stream_error(cls, error: dict[str, Any], after_chunks: int = 1, **kw) -> Fault:
+        """HTTP 200, some text, then this exact error object in the stream (OpenAI: a
+        `data: {"error": ...}` chunk; Anthropic: an `error` event), e.g. Groq's
+        `tool_use_failed`."""
+        return cls("error_event", after_chunks=after_chunks, error_json=json.dumps(error), **kw)
 
     @classmethod
     def disconnect(cls, after_chunks: int = 2, **kw) -> Fault:
@@ -581,6 +590,10 @@ class FakeLLMServer:
                 elif fault.kind == "error_event":
                     error_type = fault.error_type or "overloaded_error"
                     payload = wire.error_body(protocol, error_type, fault.message)
+                    if fault.error_json is not None:
+                        payload = {"error": json.loads(fault.error_json)}
+                        if protocol == "anthropic":
+                            payload = {"type": "error", **payload}
                     if protocol == "openai":
                         await self._chunk(writer, f"data: {json.dumps(payload)}\n\n")
                     else:

@@ -169,6 +169,54 @@ async def test_error_event_after_200_is_a_typed_status_error_when_retries_are_sp
     assert info.value.retryable
 
 
+GROQ_TOOL_USE_FAILED = {
+    "message": "Failed to call a function. Please adjust your prompt. See 'failed_generation'.",
+    "type": "invalid_request_error",
+    "code": "tool_use_failed",
+    "failed_generation": '<function=read_file{"path": "a.py"}</function>',
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_in_stream_invalid_request_error_is_a_bad_request_and_not_retried(
+    answering, recorded_sleep, provider
+):
+    answering.fail_next(Fault.stream_error(GROQ_TOOL_USE_FAILED, after_chunks=2))
+    config = config_for(answering, {"main": provider}, attempts=3)
+    async with Gateway(config, sleep=recorded_sleep) as gateway:
+        with pytest.raises(
+            LLMStatusError, match="invalid_request_error: Failed to call a function"
+        ) as info:
+            await run_stream(gateway)
+    assert (info.value.status_code, info.value.retryable) == (400, False)
+    assert len(answering.requests) == 1 and recorded_sleep.waits == []
+
+
+async def test_in_stream_rate_limit_error_is_a_rate_limit_error_and_retried(
+    answering, recorded_sleep
+):
+    error = {"message": "Rate limit reached", "type": "tokens", "code": "rate_limit_exceeded"}
+    answering.fail_next(Fault.stream_error(error))
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        shown, restarts, response = await run_stream(gateway)
+    assert (restarts, shown, response.content) == (1, ANSWER, ANSWER)
+    assert len(answering.requests) == 2
+    answering.reset()
+    answering.fail_next(*[Fault.stream_error(error)] * 3)
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        with pytest.raises(RateLimitError):
+            await run_stream(gateway)
+    assert len(answering.requests) == 3
+
+
+async def test_in_stream_server_error_is_retried(answering, recorded_sleep):
+    error = {"message": "The server had an error processing your request.", "type": "server_error"}
+    answering.fail_next(Fault.stream_error(error))
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        _, restarts, response = await run_stream(gateway)
+    assert (restarts, response.content, len(answering.requests)) == (1, ANSWER, 2)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize("stream", [True, False])
 async def test_disconnect_mid_body_is_a_connection_error_never_a_half_answer(
