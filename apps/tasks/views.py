@@ -3,6 +3,7 @@ from django.shortcuts import render
 
 from apps.tasks.conf import agent_config
 from apps.tasks.selectors import workspaces_for_user
+from apps.tasks.services import RUNNABLE_MODES
 
 
 @login_required
@@ -14,7 +15,7 @@ def chat_page(request):
         "tasks/chat.html",
         {
             "workspaces": workspaces_for_user(user=request.user),
-            "modes": ["direct_chat", "react", "plan_exec", "team_collab"],
+            "modes": RUNNABLE_MODES,
             "default_mode": config.modes.default,
             "skills": sorted(config.skills),
             "offline_model": main.provider == "scripted",
