@@ -192,6 +192,16 @@ async def test_in_stream_invalid_request_error_is_a_bad_request_and_not_retried(
     assert len(answering.requests) == 1 and recorded_sleep.waits == []
 
 
+async def test_error_body_in_a_200_json_answer_is_classified_by_its_type(answering, recorded_sleep):
+    answering.fail_next(Fault.error_event(error_type="invalid_request_error"))
+    config = config_for(answering, {"main": "openai"}, attempts=3)
+    async with Gateway(config, sleep=recorded_sleep) as gateway:
+        with pytest.raises(LLMStatusError) as info:
+            await gateway.complete(ask())
+    assert (info.value.status_code, info.value.retryable) == (400, False)
+    assert len(answering.requests) == 1 and not answering.requests[0].stream
+
+
 async def test_in_stream_rate_limit_error_is_a_rate_limit_error_and_retried(
     answering, recorded_sleep
 ):
