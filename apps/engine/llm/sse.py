@@ -171,7 +171,7 @@ def build_tool_call(
 ) -> ToolCall:
     """A ToolCall from the argument text as sent; invalid JSON is kept with a readable error so
     the engine can tell the model exactly what was wrong. A missing id is made up and marked
-    (`synthetic_id=True`, `SYNTHETIC_ID_PREFIX`); `position` (the call's index) makes it readable."""
+    (`synthetic_id=True`, `SYNTHETIC_ID_PREFIX`); `position`, the call's index, ends it."""
     synthetic = not call_id
     if synthetic:
         call_id = synthetic_tool_call_id(position)
@@ -180,18 +180,18 @@ def build_tool_call(
         )
     text = raw_arguments.strip()
     error: str | None = None
-    arguments: object = {}
+    arguments: dict = {}
     if text:
         try:
-            arguments = json.loads(text)
+            parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             error = f"arguments are not valid JSON: {exc.msg} at character {exc.pos}"
-            arguments = {}
         else:
-            if not isinstance(arguments, dict):
-                error = f"arguments must be a JSON object, got {type(arguments).__name__}"
-                arguments = {}
-    return ToolCall(call_id, name, arguments, raw_arguments, error, synthetic)  # type: ignore[arg-type]
+            if isinstance(parsed, dict):
+                arguments = parsed
+            else:
+                error = f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return ToolCall(call_id, name, arguments, raw_arguments, error, synthetic)
 
 
 @dataclass(slots=True)
