@@ -22,7 +22,7 @@ from apps.engine.llm import (
     Usage,
     cost_of,
 )
-from tests.engine.llm.conftest import ask, config_for
+from tests.engine.llm.conftest import ask, config_for, recording
 from tests.fakes.llm_server import Fault
 from tests.support import free_port
 
@@ -200,6 +200,19 @@ async def test_error_body_in_a_200_json_answer_is_classified_by_its_type(answeri
             await gateway.complete(ask())
     assert (info.value.status_code, info.value.retryable) == (400, False)
     assert len(answering.requests) == 1 and not answering.requests[0].stream
+
+
+async def test_anthropic_server_side_tools_over_http_give_only_the_real_tool_call(answering):
+    answering.fail_next(Fault.recorded_stream(recording("anthropic_server_tools.sse"), 48))
+    async with Gateway(config_for(answering, {"main": "anthropic"})) as gateway:
+        shown, _, response = await run_stream(gateway)
+    (call,) = response.tool_calls
+    assert (call.id, call.name, call.arguments) == (
+        "toolu_01RealRead",
+        "read_file",
+        {"path": "textkit/slug.py", "symbol": "slugify"},
+    )
+    assert shown == response.content and response.content.endswith("read our slugify.")
 
 
 async def test_in_stream_rate_limit_error_is_a_rate_limit_error_and_retried(
