@@ -13,7 +13,9 @@ directory at a time with O_NOFOLLOW (openat-style), so a component swapped for a
 check and the open makes the open fail instead of following the link.
 
 Refusals raise PathRefusedError inside this module's helpers; tools turn it into a ToolResult error
-with `.result()`, so the model sees e.g. `path_outside_workspace` and never an exception.
+with `.result()`, so the model sees e.g. `path_outside_workspace` and never an exception. A path
+the OS cannot take (NUL, over-long names, undecodable text) is `invalid_path`, never a raw
+OSError / ValueError.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from apps.engine.tools import ToolResult
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
+MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
+MAX_PATH_BYTES = 4_096  # PATH_MAX
 PROTECTED_DIRS = frozenset({".git"})  # writes refused anywhere below a directory of this name
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -75,14 +79,60 @@ class WorkspacePath:
 def resolve_path(root: Path | str, raw: object, *, write: bool = False) -> WorkspacePath:
     """Check `raw` against the workspace `root` and return where it really points.
 
-    Raises PathRefusedError: path_invalid, path_outside_workspace, path_special_file,
-    path_protected (write under .git/), workspace_missing.
+    Raises PathRefusedError: invalid_path (empty, NUL, over-long, undecodable, a link loop, or
+    anything else the OS cannot take as a path), path_outside_workspace, path_special_file,
+    path_protected (write under .git/), workspace_missing. Never a raw OSError / ValueError.
     """
     if not isinstance(raw, str) or not raw.strip():
-        raise PathRefusedError("path_invalid", "path must be a non-empty string")
+        raise PathRefusedError(
+            "invalid_path",
+            "path must be a non-empty string, relative to the workspace root (e.g. 'src/app.py').",
+        )
+    _check_path_text(raw)
+    try:
+        return _resolve(Path(root), raw, write)
+    except (OSError, ValueError) as exc:  # what the OS refuses to take as a path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PathRefusedError(
+            "invalid_path",
+            f"{_quoted(raw)} cannot be used as a path ({reason}). {_PATH_ADVICE}",
+        ) from None
+
+
+_PATH_ADVICE = (
+    "Use a path relative to the workspace root, e.g. 'src/app.py': UTF-8 text without NUL "
+    f"characters, each name at most {MAX_NAME_BYTES} bytes, the whole at most {MAX_PATH_BYTES}."
+)
+
+
+def _quoted(raw: str) -> str:
+    """The path as messages show it: repr, cut so a huge path cannot flood the output."""
+    shown = repr(raw)
+    return shown if len(shown) <= 120 else shown[:100] + f"…' ({len(raw)} characters)"
+
+
+def _check_path_text(raw: str) -> None:
     if "\x00" in raw:
-        raise PathRefusedError("path_invalid", "path must not contain NUL characters")
-    given_root = Path(root)
+        raise PathRefusedError(
+            "invalid_path", f"path must not contain NUL characters. {_PATH_ADVICE}"
+        )
+    try:
+        encoded = os.fsencode(raw)
+    except UnicodeError:
+        raise PathRefusedError(
+            "invalid_path", f"{_quoted(raw)} is not valid text for a file name. {_PATH_ADVICE}"
+        ) from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefusedError("invalid_path", f"path is {len(encoded)} bytes long. {_PATH_ADVICE}")
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > MAX_NAME_BYTES:
+        raise PathRefusedError(
+            "invalid_path",
+            f"{_quoted(raw)} has a name of {longest} bytes. {_PATH_ADVICE}",
+        )
+
+
+def _resolve(given_root: Path, raw: str, write: bool) -> WorkspacePath:
     try:
         real_root = given_root.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -95,20 +145,28 @@ def resolve_path(root: Path | str, raw: object, *, write: bool = False) -> Works
         how = "is an absolute path outside" if os.path.isabs(raw) else "uses '..' to leave"
         raise PathRefusedError(
             "path_outside_workspace",
-            f"{raw!r} {how} the workspace. Use a path relative to the workspace root "
+            f"{_quoted(raw)} {how} the workspace. Use a path relative to the workspace root "
             f"(e.g. 'src/app.py').",
         )
+    loop = PathRefusedError(
+        "invalid_path",
+        f"{_quoted(raw)} goes through a symbolic link loop; use the path of a real file or "
+        f"directory.",
+    )
     try:
         resolved = candidate.resolve(strict=False)
     except RuntimeError:  # Python 3.11 reports a symlink loop this way
-        raise PathRefusedError("path_invalid", f"{raw!r} is a symbolic link loop") from None
+        raise loop from None
+    try:  # resolve() treats a looping component as a name ('loop/..' -> root); the kernel does not
+        os.stat(candidate)
     except OSError as exc:
-        raise PathRefusedError("path_invalid", f"{raw!r} cannot be resolved: {exc}") from None
+        if exc.errno == errno.ELOOP:
+            raise loop from None
     if not _is_within(resolved, real_root):
         raise PathRefusedError(
             "path_outside_workspace",
-            f"{raw!r} leads outside the workspace through a symbolic link; only files inside the "
-            f"workspace can be used.",
+            f"{_quoted(raw)} leads outside the workspace through a symbolic link; only files "
+            f"inside the workspace can be used.",
         )
     relative = resolved.relative_to(real_root)
     shown = relative.as_posix() if relative.parts else "."
@@ -189,8 +247,12 @@ def _os_refusal(wp: WorkspacePath, exc: OSError, verb: str) -> PathRefusedError:
         )
     if exc.errno == errno.ENOTDIR:
         return PathRefusedError(
-            "path_invalid", f"cannot {verb} {wp.shown}: one of its parents is a file"
+            "invalid_path",
+            f"cannot {verb} {wp.shown}: one of its parents is a file; check the path with "
+            f"search(glob=...).",
         )
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathRefusedError("invalid_path", f"cannot {verb} {wp.shown}: {_PATH_ADVICE}")
     if exc.errno == errno.EISDIR:
         return PathRefusedError("is_a_directory", f"{wp.shown} is a directory")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -220,8 +282,9 @@ def read_bytes(wp: WorkspacePath, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
                     raise PathRefusedError(
                         "file_too_large",
                         f"{wp.shown} is {info.st_size / 1_048_576:.1f} MB, over the "
-                        f"{max_bytes // 1_048_576} MB limit of file tools; use search to find "
-                        f"what you need in it.",
+                        f"{max_bytes // 1_048_576} MB limit of reading and editing. search reads "
+                        f"files of any size: use search(pattern=..., path='{wp.shown}') to find "
+                        f"the lines you need in it.",
                     )
                 return handle.read(max_bytes + 1)
     except OSError as exc:
