@@ -271,6 +271,7 @@ def find_symbol(symbols: list[SymbolSpan], query: str) -> list[SymbolSpan]:
     ending in it ("Inner.method" finds "Outer.Inner.method"), then any definition with that name;
     definitions local to a function come after the others. Source order within each group."""
     wanted = query.strip().replace("::", ".").replace("#", ".").removesuffix("()")
+    wanted = wanted.replace(".prototype.", ".")  # JavaScript: Foo.prototype.bar is Foo.bar
     if not wanted:
         return []
 

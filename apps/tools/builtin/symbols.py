@@ -71,11 +71,20 @@ class SymbolSpan:
     """One definition in a source file.
 
     `start_line` is the line of the definition itself (the `def`/`class`/`func`/`fn` line, as
-    `ast` reports it); `end_line` its last line. `parent` is the qualified name of the enclosing
-    class-like container (class, struct/impl, trait, interface, enum, namespace/module), or None at
-    module level and for definitions local to a function body (`local=True`).
-    `decorated_start_line` is the first line of the decorators / attributes / `export` wrapper
-    that belong to the definition, when there are any.
+    `ast` reports it; for Java the line of the modifiers or type after the annotations);
+    `end_line` its last line. `parent` is the qualified name of the enclosing class-like
+    container (class, struct/impl, trait, interface, enum, namespace/module), or None at module
+    level and for definitions local to a function body (`local=True`).
+    `decorated_start_line` is the first line of the decorators / annotations / attributes /
+    `export` wrapper that belong to the definition, when they start on an earlier line; None
+    otherwise. Every language follows this.
+
+    Where the code names the container itself, that name is the parent: a Go receiver, C++
+    `Foo::bar`, JavaScript `Foo.prototype.bar = function` (Foo), `$.fn.bar = ...` ($.fn),
+    `this.bar = ...` (the constructor function or class), an object literal's name
+    (`const api = {list() {}}` -> api; `$.extend({...})` -> $). `exports.bar = ...` and the
+    members of `module.exports = {...}` are functions without a parent. Methods of a Java
+    anonymous class have the parent "<anonymous Type>" (`new Type() {...}`) and are local.
     """
 
     name: str
@@ -243,6 +252,12 @@ _JS_COMMON = """
 (variable_declarator
   name: (identifier) @name
   value: [(arrow_function) (function_expression) (generator_function)]) @function
+(assignment_expression
+  left: (member_expression property: (property_identifier) @name)
+  right: [(arrow_function) (function_expression) (generator_function)]) @function
+(pair
+  key: [(property_identifier) (string) (number)] @name
+  value: [(arrow_function) (function_expression) (generator_function)]) @method
 """
 
 _LANGUAGES: dict[str, _LanguageSpec] = {
@@ -280,6 +295,10 @@ _LANGUAGES: dict[str, _LanguageSpec] = {
           name: (_) @name
           value: [(arrow_function) (function_expression)]) @method
         (interface_declaration name: (type_identifier) @name) @interface
+        (method_signature name: (_) @name) @method
+        (property_signature
+          name: (_) @name
+          type: (type_annotation [(function_type) (constructor_type)])) @method
         (type_alias_declaration name: (type_identifier) @name) @type
         (enum_declaration name: (identifier) @name) @enum
         (internal_module name: (_) @name) @namespace
@@ -411,6 +430,7 @@ def _tree_sitter_symbols(source: str, language: str) -> list[SymbolSpan]:
     qualified: dict[int, str] = {}  # container node id -> its qualified name
     kinds: dict[int, str] = {}
     is_local: dict[int, bool] = {}
+    owner_of_this: dict[int, str | None] = {}  # definition node id -> what `this` is inside it
     found: list[SymbolSpan] = []
     # Source order visits every container before its members.
     for node_id, (node, name_node, kind) in sorted(
@@ -418,6 +438,9 @@ def _tree_sitter_symbols(source: str, language: str) -> list[SymbolSpan]:
     ):
         name, scope = _symbol_name(node, name_node, language)
         enclosing = _enclosing_definition(node, definitions)
+        through_this = scope == THIS and enclosing is not None
+        if scope == THIS:  # `this.f = function` in a constructor function or a method
+            scope = owner_of_this.get(enclosing.id) if enclosing is not None else None
         parent: str | None = None
         local = False
         member = False  # directly inside a class-like container (not a namespace or module)
@@ -428,24 +451,37 @@ def _tree_sitter_symbols(source: str, language: str) -> list[SymbolSpan]:
                 member = kinds[enclosing.id] not in NAMESPACE_KINDS
             else:
                 local = True
-        if scope:  # Go receivers, C++ `Foo::bar`: the definition names its container itself
-            parent = f"{parent}.{scope}" if parent and language == "cpp" else scope
-            member = True
+        # The definition names its container itself: Go receivers, C++ `Foo::bar`, JavaScript
+        # `Foo.prototype.bar = ...` and object literals; "" says it has none (`exports.x = ...`).
+        if scope is not None:
+            parent = (f"{parent}.{scope}" if parent and language == "cpp" else scope) or None
+            member = bool(scope)
+            if scope.startswith(ANONYMOUS_PREFIX):
+                local = True  # not reachable by name from outside: not part of an outline
+            elif through_this and scope:
+                local = is_local[enclosing.id]  # a member of what `this` is, like a method
+        if kind == "method" and scope == "":
+            kind = "function"  # `module.exports = { f() {} }`: functions, not anyone's methods
         kind = _refine_kind(node, kind, language, member)
         kinds[node_id] = kind
         is_local[node_id] = local
+        owner_of_this[node_id] = (
+            parent if kind in ("method", "constructor") else f"{parent}.{name}" if parent else name
+        )
         if kind in CONTAINER_KINDS:
             qualified[node_id] = f"{parent}.{name}" if parent else name
         span_node = _span_node(node)
-        start_row = span_node.start_point[0]
+        start_row = _declaration_row(span_node)
         outer = span_node
         while outer.parent is not None and outer.parent.type in spec.wrappers:
             outer = outer.parent
-        decorated_row = outer.start_point[0]
+        decorated_row = min(outer.start_point[0], span_node.start_point[0])
         sibling = outer.prev_named_sibling
         while sibling is not None and sibling.type in spec.attached_before:
             decorated_row = sibling.start_point[0]
             sibling = sibling.prev_named_sibling
+        if name is None:
+            continue
         found.append(
             SymbolSpan(
                 name=name,
@@ -474,9 +510,11 @@ def _text(node: Any) -> str:
     return node.text.decode("utf-8", errors="replace")
 
 
-def _symbol_name(node: Any, name_node: Any, language: str) -> tuple[str, str | None]:
+def _symbol_name(node: Any, name_node: Any, language: str) -> tuple[str | None, str | None]:
     """(name, explicit scope) of a definition; the scope is set where the definition names its
-    container itself: a Go method's receiver type, a C++ `Foo::bar` definition."""
+    container itself: a Go method's receiver type, a C++ `Foo::bar` definition, JavaScript
+    assignments and object literals ("" for none). No name: not a definition to list
+    (`module.exports = function () {...}`)."""
     if language == "go" and node.type == "method_declaration":
         receiver = node.child_by_field_name("receiver")
         return _text(name_node), _receiver_type(receiver) if receiver is not None else None
@@ -484,7 +522,118 @@ def _symbol_name(node: Any, name_node: Any, language: str) -> tuple[str, str | N
         return _base_type_name(name_node), None
     if language in ("c", "cpp") and node.type == "function_definition":
         return _declarator_name(name_node)
+    if language in _JS_FAMILY:
+        if node.type == "assignment_expression":
+            left = node.child_by_field_name("left")
+            if "".join(_text(left).split()) in _JS_GLOBAL_OWNERS:  # module.exports = function
+                function_name = node.child_by_field_name("right").child_by_field_name("name")
+                return (_text(function_name) if function_name else None), ""
+            return _text(name_node), _js_owner(left.child_by_field_name("object"))
+        if node.type == "pair" or (node.parent is not None and node.parent.type == "object"):
+            return _js_key(name_node), _js_object_owner(node.parent)
+    if language == "java":
+        return _text(name_node), _java_anonymous_owner(node)
     return _text(name_node), None
+
+
+# --- JavaScript / TypeScript: definitions by assignment and in object literals ------------------
+
+_JS_FAMILY = frozenset({"javascript", "typescript", "tsx"})
+# `exports.f = ...`, `window.f = ...`: module-level functions, not members of anything
+_JS_GLOBAL_OWNERS = frozenset(
+    {"exports", "module.exports", "window", "global", "globalThis", "self"}
+)
+# `$.extend({...})`, `jQuery.fn.extend({...})`, `_.mixin({...})`: members of the callee's object
+_JS_EXTENDERS = frozenset({"extend", "mixin", "assign", "merge", "defaults"})
+_JS_WRAPPERS = frozenset(
+    {"parenthesized_expression", "as_expression", "satisfies_expression", "non_null_expression"}
+)
+
+
+def _js_key(node: Any) -> str:
+    """A property name as written: `foo`, `"foo"` -> foo, `[Symbol.iterator]` as is."""
+    text = _text(node)
+    if node.type == "string" and len(text) >= 2:
+        return text[1:-1]
+    return text
+
+
+THIS = "<this>"
+
+
+def _js_owner(node: Any | None) -> str | None:
+    """The container an assignment target names: `Foo.prototype` -> Foo, `$.fn` -> $.fn,
+    `exports` / `module.exports` -> "" (none); THIS for `this` (the enclosing definition
+    decides) and "" for anything that is not a dotted name (a call, a subscript ...)."""
+    if node is None:
+        return ""
+    text = "".join(_text(node).split())
+    if text == "this":
+        return THIS
+    parts = [part for part in text.split(".") if part != "prototype"]
+    if not parts or not all(part.replace("$", "a").replace("_", "a").isalnum() for part in parts):
+        return ""
+    owner = ".".join(parts)
+    if owner in _JS_GLOBAL_OWNERS:
+        return ""
+    for exported in ("module.exports.", "exports."):  # `exports.utils.f = ...` -> utils
+        if owner.startswith(exported):
+            return owner.removeprefix(exported)
+    return owner
+
+
+def _js_object_owner(obj: Any) -> str:
+    """The name an object literal is known by: `const api = {...}` -> api, `Foo.prototype = {...}`
+    -> Foo, `{ users: {...} }` -> <outer>.users, `$.extend({...})` -> $; "" when it has none
+    (`module.exports = {...}`, `export default {...}`, a return value, an argument)."""
+    parent = obj.parent
+    while parent is not None and parent.type in _JS_WRAPPERS:
+        parent = parent.parent
+    if parent is None:
+        return ""
+    if parent.type == "variable_declarator":
+        name = parent.child_by_field_name("name")
+        return _text(name) if name is not None and name.type == "identifier" else ""
+    if parent.type == "assignment_expression":
+        return _js_owner(parent.child_by_field_name("left")) or ""
+    if parent.type == "pair":
+        key = _js_key(parent.child_by_field_name("key"))
+        outer = _js_object_owner(parent.parent)
+        return f"{outer}.{key}" if outer else key
+    if parent.type == "arguments" and parent.parent is not None:
+        callee = parent.parent.child_by_field_name("function")
+        if callee is None or callee.type != "member_expression":
+            return ""
+        method = _text(callee.child_by_field_name("property"))
+        target = callee.child_by_field_name("object")
+        if method not in _JS_EXTENDERS:
+            return ""
+        if _text(target) == "Object" and parent.named_children:  # Object.assign(target, {...})
+            first = parent.named_children[0]
+            return "" if first.id == obj.id else (_js_owner(first) or "")
+        return _js_owner(target) or ""
+    return ""
+
+
+# --- Java: anonymous classes ------------------------------------------------------------------
+
+ANONYMOUS_PREFIX = "<anonymous"
+
+
+def _java_anonymous_owner(node: Any) -> str | None:
+    """`new Runnable() { public void run() {} }`: run's parent is "<anonymous Runnable>", not
+    the class around the expression."""
+    body = node.parent
+    if body is None or body.type != "class_body":
+        return None
+    creation = body.parent
+    if creation is None or creation.type != "object_creation_expression":
+        return None
+    type_node = creation.child_by_field_name("type")
+    named = _base_type_name(type_node) if type_node is not None else "?"
+    if type_node is not None and type_node.type == "generic_type" and type_node.named_children:
+        named = _text(type_node.named_children[0])
+    return f"{ANONYMOUS_PREFIX} {named}>"
 
 
 def _receiver_type(receiver: Any) -> str | None:
@@ -559,10 +708,36 @@ def _span_node(node: Any) -> Any:
     ):
         declarators = [c for c in parent.named_children if c.type == "variable_declarator"]
         return parent if len(declarators) == 1 else node
+    if node.type == "assignment_expression" and parent.type == "expression_statement":
+        return parent
     if node.type == "type_spec" and parent.type == "type_declaration":
         specs = [c for c in parent.named_children if c.type == "type_spec"]
         return parent if len(specs) == 1 else node
     return node
+
+
+# Children a definition may start with that are not the declaration itself: decorators of a
+# TypeScript field, Java annotations (inside `modifiers`), comments between them.
+_ATTACHED_CHILDREN = frozenset(
+    {"decorator", "marker_annotation", "annotation", "comment", "line_comment", "block_comment"}
+)
+
+
+def _declaration_row(node: Any) -> int:
+    """The row of the declaration itself, after the decorators / annotations the node starts
+    with (`@Override` / `public int compare(...)` -> the row of `public`)."""
+    child = node.child(0)
+    while child is not None:
+        if child.type == "modifiers":
+            inner = child.child(0)
+            while inner is not None:
+                if inner.type not in _ATTACHED_CHILDREN:
+                    return inner.start_point[0]
+                inner = inner.next_sibling
+        elif child.type not in _ATTACHED_CHILDREN:
+            return child.start_point[0]
+        child = child.next_sibling
+    return node.start_point[0]
 
 
 def _end_row(node: Any, language: str) -> int:
