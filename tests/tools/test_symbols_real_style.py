@@ -276,7 +276,13 @@ def test_java_anonymous_class_methods_are_not_members_of_the_enclosing_class():
     ("language", "source", "name", "start", "decorated"),
     [
         ("python", "@app.route('/')\n@login_required\ndef index():\n    pass\n", "index", 3, 1),
-        ("python", "class A:\n    @property\n    def size(self):\n        return 1\n", "size", 3, 2),
+        (
+            "python",
+            "class A:\n    @property\n    def size(self):\n        return 1\n",
+            "size",
+            3,
+            2,
+        ),
         ("typescript", "@Injectable()\nexport class Api {}\n", "Api", 2, 1),
         ("typescript", "class A {\n  @Input()\n  name = () => 1;\n}\n", "name", 3, 2),
         ("typescript", "class A {\n  @HostListener('x')\n  onX() {}\n}\n", "onX", 3, 2),
