@@ -13,13 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.tools.builtin.paths import (
-    PathRefusedError,
-    decode_text,
-    read_bytes,
-    resolve_path,
-    write_bytes,
-)
+from apps.tools.builtin.paths import PathRefusedError, read_bytes, resolve_path, write_bytes
+from apps.tools.builtin.text import decode_text
 from tests.tools.conftest import SECRET
 
 

@@ -34,7 +34,8 @@ from apps.tools.builtin.globs import (
     compile_regex,
     line_prefilter,
 )
-from apps.tools.builtin.paths import PathRefusedError, WorkspacePath, looks_binary, resolve_path
+from apps.tools.builtin.paths import PathRefusedError, WorkspacePath, resolve_path
+from apps.tools.builtin.text import looks_binary
 
 __all__ = ["GitIgnore", "SearchTool", "compile_glob", "walk_files"]
 

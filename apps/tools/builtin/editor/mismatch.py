@@ -10,7 +10,8 @@ from collections import Counter
 from itertools import pairwise
 
 from apps.engine.tools import ToolResult
-from apps.tools.builtin.paths import WorkspacePath, numbered_window, split_lines
+from apps.tools.builtin.paths import WorkspacePath
+from apps.tools.builtin.text import numbered_window, split_lines
 
 # "    12\t" from view/read_file output, or "12: " / "12 | " from other tools, at a line start
 _LINE_NUMBER_PREFIX = re.compile(r"^\s*\d+(?:\t| ?[:|│] )")

@@ -23,15 +23,13 @@ from apps.tools.builtin.editor.view import view
 from apps.tools.builtin.paths import (
     MAX_FILE_BYTES,
     PathRefusedError,
-    TextFile,
     WorkspacePath,
-    numbered_window,
     read_bytes,
     resolve_path,
-    split_lines,
     text_of,
     write_bytes,
 )
+from apps.tools.builtin.text import TextFile, numbered_window, split_lines
 
 SNIPPET_BUDGET_CHARS = 3_000
 SNIPPET_CONTEXT_LINES = 4

@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 
 from apps.engine.tools import ToolResult
-from apps.tools.builtin.paths import WorkspacePath, numbered_window, read_text, split_lines
+from apps.tools.builtin.paths import WorkspacePath, read_text
+from apps.tools.builtin.text import numbered_window, split_lines
 
 VIEW_BUDGET_CHARS = 9_000  # under the ToolSet's 10,000-character cap, so we window, not it
 LISTING_MAX_ENTRIES = 400
