@@ -190,3 +190,10 @@ async def test_a_huge_line_is_searched_in_pieces(call, workspace):
         ["min.js", "1"],
         ["min.js", "2"],
     ]
+
+
+async def test_a_glob_that_cannot_be_compiled_is_a_clear_error(call):
+    result = await call("search", glob="src/[z-a].py")
+
+    assert result.error_code == "invalid_glob"
+    assert "'**/*.py'" in result.error
