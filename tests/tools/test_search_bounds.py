@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from itertools import pairwise
 
 import pytest
 
+from apps.engine.llm import Gateway
 from apps.engine.tools import ToolSet
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.search import SearchTool
+from tests.engine.llm.conftest import ask, config_for
+from tests.fakes.llm_server import FakeLLMServer
 
 MAX_SECONDS = 2.0
 MAX_TICK_GAP = 0.2  # the ticker asks for 10 ms; a loaded 2-core machine may add a little
@@ -111,6 +115,51 @@ async def test_hostile_gitignore_returns_quickly_while_another_task_keeps_runnin
     ]
     assert elapsed < MAX_SECONDS
     assert gap < MAX_TICK_GAP
+
+
+async def test_an_llm_stream_keeps_flowing_while_a_pathological_search_runs(call, workspace):
+    """The real thing: a streamed answer from the fake LLM server (HTTP, SSE, the gateway) on the
+    same event loop as a search for `(a+)+$` and a glob of nested stars over long names."""
+    write(workspace, "victim.txt", "a" * 23 + "!\n")
+    write(workspace, "a" * 45 + ".txt", "needle\n")
+    words = [f"word{i}" for i in range(150)]
+    with FakeLLMServer([" ".join(words)], tokens_per_second=60) as server:
+        async with Gateway(config_for(server, {"main": "openai"})) as gateway:
+            arrivals: list[float] = []
+            searching: list[tuple[float, float]] = []
+
+            async def stream() -> str:
+                texts = []
+                async for delta in gateway.stream(ask()):
+                    arrivals.append(time.monotonic())
+                    if delta.response is None:
+                        texts.append(delta.text)
+                return "".join(texts)
+
+            async def searches() -> list:
+                while len(arrivals) < 5:  # the stream is flowing
+                    await asyncio.sleep(0.01)
+                results = []
+                for arguments in (
+                    {"pattern": r"(a+)+$"},
+                    {"glob": "*a*a*a*a*a*a*a*b", "pattern": "needle"},
+                ):
+                    started = time.monotonic()
+                    results.append(await call("search", **arguments))
+                    searching.append((started, time.monotonic()))
+                return results
+
+            text, results = await asyncio.gather(stream(), searches())
+
+    assert text == " ".join(words)
+    assert all(result.ok for result in results)
+    assert all(end - start < MAX_SECONDS for start, end in searching)
+    first, last = searching[0][0], searching[-1][1]
+    before = max(t for t in arrivals if t < first)
+    after = min(t for t in arrivals if t > last)  # the searches ran in the middle of the stream
+    window = [t for t in arrivals if before <= t <= after]
+    # deltas come every ~20 ms; a search holding the loop (or the GIL) would leave a gap as long
+    assert max(b - a for a, b in pairwise(window)) < MAX_TICK_GAP + 0.1
 
 
 async def test_a_search_stops_at_its_time_limit_and_says_how_to_narrow_it(workspace):
