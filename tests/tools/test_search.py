@@ -101,7 +101,7 @@ async def test_results_are_capped_with_a_note(call, workspace):
 
     assert default.data["results"] == 100
     assert capped.output.splitlines()[:5] == [f"many.txt:{i}:hit {i - 1}" for i in range(1, 6)]
-    assert capped.data == {"results": 5, "more": True, "files_scanned": 1}
+    assert capped.data == {"results": 5, "more": True, "files_scanned": 1, "timed_out": False}
     assert "Showing the first 5 results" in capped.output
 
 
@@ -187,12 +187,12 @@ async def test_no_matches_is_a_successful_result_that_says_so(call, workspace):
 
 
 def test_glob_translation():
-    assert compile_glob("**/*.py").match("a/b/c.py")
-    assert compile_glob("**/*.py").match("c.py")
-    assert not compile_glob("src/*.py").match("src/a/b.py")
-    assert compile_glob("src/**/test_?.py").match("src/x/y/test_a.py")
-    assert compile_glob("[!a]*.txt").match("b.txt")
-    assert not compile_glob("[!a]*.txt").match("a.txt")
+    assert compile_glob("**/*.py").fullmatch("a/b/c.py")
+    assert compile_glob("**/*.py").fullmatch("c.py")
+    assert not compile_glob("src/*.py").fullmatch("src/a/b.py")
+    assert compile_glob("src/**/test_?.py").fullmatch("src/x/y/test_a.py")
+    assert compile_glob("[!a]*.txt").fullmatch("b.txt")
+    assert not compile_glob("[!a]*.txt").fullmatch("a.txt")
 
 
 def test_gitignore_rules_last_match_wins_and_directories_only():
