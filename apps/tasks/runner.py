@@ -25,8 +25,8 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
-from apps.engine.prompt import read_notes
 from apps.engine.ports import TaskHooks
+from apps.engine.prompt import read_notes
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
