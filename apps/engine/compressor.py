@@ -182,12 +182,15 @@ class Compressor:
         main_model: str = "main",
         auxiliary_model: str | None = None,
         context_window: int = 128_000,
+        context_windows: dict[str, int] | None = None,
     ):
+        """`context_windows`: alias -> window, for runs on another alias than `main_model`."""
         self.client = client
         self.config = config or CompressionConfig()
         self.main_model = main_model
         self.auxiliary_model = auxiliary_model
         self.context_window = context_window
+        self.context_windows = dict(context_windows or {})
 
     @classmethod
     def from_config(cls, client: Any, config: AgentkitConfig) -> Compressor | None:
@@ -203,11 +206,17 @@ class Compressor:
             main_model=main,
             auxiliary_model=config.llm.auxiliary_model,
             context_window=window,
+            context_windows={alias: m.context_window for alias, m in config.models.items()},
         )
 
     @property
     def threshold(self) -> int:
-        return self.config.threshold_tokens or self.context_window // 2
+        return self.threshold_for(None)
+
+    def threshold_for(self, model: str | None) -> int:
+        """compression.threshold_tokens, else half the context window of the run's model."""
+        window = self.context_windows.get(model or self.main_model, self.context_window)
+        return self.config.threshold_tokens or window // 2
 
     async def compress_if_needed(
         self,
@@ -220,7 +229,7 @@ class Compressor:
         """A compressed conversation when the prompt is over the threshold and there is a middle
         to summarize; else None (the messages stay as they are)."""
         before = estimate_prompt_tokens(messages, system, tools)
-        if before <= self.threshold:
+        if before <= self.threshold_for(model):
             return None
         head_end, tail_start = split_points(messages, self.config.keep_first, self.config.keep_last)
         middle = list(messages[head_end:tail_start])

@@ -225,6 +225,22 @@ class ReadTool(Tool):
         return ToolResult.success(f"page {self.calls}\n" + "lorem ipsum " * 150)
 
 
+class UsageLog:
+    """The gateway, noting the usage of each agent step (a port wrapper, not a patch)."""
+
+    def __init__(self, gateway):
+        self.gateway, self.steps = gateway, []
+
+    async def stream(self, request, *, model=None):
+        async for delta in self.gateway.stream(request, model=model):
+            if delta.response is not None:
+                self.steps.append(delta.response.usage)
+            yield delta
+
+    async def complete(self, request, *, model=None):
+        return await self.gateway.complete(request, model=model)
+
+
 async def test_a_long_run_compresses_emits_the_event_and_keeps_the_stable_cache():
     script = [
         {
@@ -249,7 +265,8 @@ async def test_a_long_run_compresses_emits_the_event_and_keeps_the_stable_cache(
         )
         task = AgentTask(task_id=1, goal="read every page", system_prompt="Read carefully. " * 60)
         async with Gateway(cfg, sleep=no_sleep) as gateway:
-            events = [e async for e in ReActEngine(gateway, ToolSet([ReadTool()]), cfg).run(task)]
+            model = UsageLog(gateway)
+            events = [e async for e in ReActEngine(model, ToolSet([ReadTool()]), cfg).run(task)]
         requests = server.requests
     assert events[-1].data["status"] == "completed", events[-1].data
     compressions = [e for e in events if e.type == "compression"]
@@ -264,5 +281,25 @@ async def test_a_long_run_compresses_emits_the_event_and_keeps_the_stable_cache(
     after = next(b for b in main_calls if SUMMARY_PREFIX in json.dumps(b["messages"]))
     assert after["messages"][0]["content"][0]["text"] == "read every page"
     assert SUMMARY_PREFIX in json.dumps(after["messages"][0]["content"][1:])
-    usage = events[-1].data["usage"]
-    assert usage["cache_read_tokens"] > 0
+    # The compressing step still reads tools + stable block from the cache; the step after it
+    # reads the whole prompt the compressing step sent (and wrote).
+    step = compressions[0].data["step"]
+    squeezed, following = model.steps[step - 1], model.steps[step]
+    stable_tokens = (len(json.dumps(stable)) + len(json.dumps(main_calls[0]["tools"]))) // 4
+    assert squeezed.cache_read_tokens >= stable_tokens * 0.9
+    assert squeezed.cache_read_tokens < squeezed.input_tokens * 0.9  # the prefix did change
+    assert following.cache_read_tokens >= squeezed.input_tokens
+
+
+def test_default_threshold_is_half_the_context_window_of_the_runs_model():
+    cfg = parse_config(
+        {
+            "models": {
+                "main": {"provider": "scripted", "context_window": 200_000},
+                "small": {"provider": "scripted", "context_window": 8_000},
+            }
+        }
+    )
+    compressor = Compressor.from_config(Gateway(cfg), cfg)
+    assert compressor.threshold == 100_000
+    assert compressor.threshold_for("small") == 4_000

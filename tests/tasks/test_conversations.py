@@ -192,7 +192,8 @@ async def test_follow_up_task_sends_the_earlier_turn_to_the_model(demo, config_f
             user, workspace, goal="and its population?", conversation=convo
         )
         assert await run_task(second.pk) == "completed"
-        body = server.requests[-1].body
+        bodies = [r.body for r in server.requests]
+        body = bodies[-1]
     texts = [m.get("content") or "" for m in body["messages"]]
     assert body["messages"][0]["role"] == "system"
     assert "Always answer in one sentence." in texts[0] and "- workspace: demo" in texts[0]
@@ -204,6 +205,11 @@ async def test_follow_up_task_sends_the_earlier_turn_to_the_model(demo, config_f
     assert "The capital of France is Paris." in texts[2] and "read_file" in texts[2]
     started = (await sync_to_async(events_of)(second))[0]
     assert started.data["conversation"] == convo.pk
+    # The follow-up repeats the first turn's system prompt byte for byte, so its prompt prefix
+    # comes from the cache.
+    assert all(b["messages"][0] == bodies[0]["messages"][0] for b in bodies)
+    second = await sync_to_async(Task.objects.get)(pk=second.pk)
+    assert second.usage["cache_read_tokens"] > 0
 
 
 # ── usage ──────────────────────────────────────────────────────────────────────────────────────
