@@ -185,6 +185,12 @@
       }
     },
   };
+  render.compression = (view, ev) => {  // the context was compressed (a summary replaced the middle)
+    const d = ev.data || {};
+    view.body.append(el("div", { class: "compression-note", role: "note",
+      text: "Context compressed: " + d.tokens_before + " → " + d.tokens_after + " tokens (summary by " + d.summarized_by + ")" }));
+    view.text = null;
+  };
   (function addNewConversationButton() {
     const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
     button.addEventListener("click", () => conversations.startNew());
