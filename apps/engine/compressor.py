@@ -135,9 +135,12 @@ def render_transcript(messages: Sequence[Message], limit: int) -> str:
 
 def deterministic_summary(messages: Sequence[Message], goal: str = "") -> str:
     """The last tier: a summary built from the messages alone, no model involved."""
-    decisions, files, tests, open_items = [], [], [], []
+    decisions, files, tests, open_items, earlier = [], [], [], [], []
     pending: dict[str, str] = {}
     for message in messages:
+        if message.role == "user" and message.content.startswith(SUMMARY_PREFIX):
+            earlier.append(message.content.split("\n", 1)[-1].strip()[:2000])
+            continue
         if message.role == "assistant":
             first = message.content.strip().splitlines()[0] if message.content.strip() else ""
             if first:
@@ -156,14 +159,15 @@ def deterministic_summary(messages: Sequence[Message], goal: str = "") -> str:
                 tests.append(f"{described} -> {outcome}: {first}")
             if message.is_error:
                 open_items.append(f"{described} -> {first}")
-        elif message.role == "user" and not goal and not message.content.startswith(SUMMARY_PREFIX):
+        elif message.role == "user" and not goal:
             goal = message.content.strip()[:500]
 
     def section(items: list[str], last: int = 12) -> str:
         return "\n".join(f"- {item}" for item in items[-last:]) or "none"
 
     return "\n\n".join(
-        [
+        [f"## Earlier summary\n{text}" for text in earlier[-1:]]
+        + [
             f"## Goal\n{goal or 'see the first message'}",
             f"## Decisions\n{section(decisions)}",
             f"## Files changed\n{section(files, 50)}",
@@ -225,9 +229,12 @@ class Compressor:
         system: Sequence[TextBlock] = (),
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        goal: str | None = None,
     ) -> Compression | None:
         """A compressed conversation when the prompt is over the threshold and there is a middle
-        to summarize; else None (the messages stay as they are)."""
+        to summarize; else None (the messages stay as they are). `goal`: the run's request; when
+        earlier conversation turns fill the kept first messages and the request itself falls in
+        the middle, it is repeated verbatim after the summary."""
         before = estimate_prompt_tokens(messages, system, tools)
         if before <= self.threshold_for(model):
             return None
@@ -235,7 +242,11 @@ class Compressor:
         middle = list(messages[head_end:tail_start])
         if len(middle) < 2:
             return None
-        goal = next((m.content for m in messages[:head_end] if m.role == "user"), "")
+        request_in_middle = goal is not None and any(
+            m.role == "user" and m.content == goal for m in middle
+        )
+        if goal is None:
+            goal = next((m.content for m in messages[:head_end] if m.role == "user"), "")
         outcome = Compression(
             messages=[],
             tokens_before=before,
@@ -249,7 +260,8 @@ class Compressor:
         note = Message(
             "user",
             f"{SUMMARY_PREFIX}: {len(middle)} messages replaced by this summary, "
-            f"written by {outcome.summarized_by}]\n\n{summary}",
+            f"written by {outcome.summarized_by}]\n\n{summary}"
+            + (f"\n\n## The current request (verbatim)\n{goal}" if request_in_middle else ""),
         )
         outcome.messages = [*messages[:head_end], note, *messages[tail_start:]]
         outcome.tokens_after = estimate_prompt_tokens(outcome.messages, system, tools)

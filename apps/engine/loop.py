@@ -275,7 +275,11 @@ class ReActEngine:
             return
         done = await run.interrupter.guard(
             self.compressor.compress_if_needed(
-                run.messages, system=run.system, tools=run.specs, model=run.task.model
+                run.messages,
+                system=run.system,
+                tools=run.specs,
+                model=run.task.model,
+                goal=run.task.goal,
             )
         )
         if done is None:

@@ -303,3 +303,26 @@ def test_default_threshold_is_half_the_context_window_of_the_runs_model():
     compressor = Compressor.from_config(Gateway(cfg), cfg)
     assert compressor.threshold == 100_000
     assert compressor.threshold_for("small") == 4_000
+
+
+async def test_request_after_long_history_is_kept_verbatim_and_is_the_summary_goal(server):
+    history = [Message("user", "earlier question"), Message("assistant", "earlier answer " * 50)]
+    goal = "Fix the failing slug test in tests/test_slug.py"
+    messages = [*history, *conversation()]  # conversation() starts with the request
+    cfg = _cfg(server)
+    async with Gateway(cfg, sleep=no_sleep) as gateway:
+        compressor = _compressor(gateway, cfg)
+        compressor.config = CompressionConfig(threshold_tokens=100, keep_first=2, keep_last=3)
+        done = await compressor.compress_if_needed(messages, goal=goal)
+    assert done.messages[:2] == history
+    assert done.messages[2].content.endswith(f"## The current request (verbatim)\n{goal}")
+    asked = server.requests[0].body["messages"][-1]["content"]
+    assert asked.startswith(f"The task's goal: {goal}")
+
+
+def test_a_second_deterministic_summary_carries_the_first_one_forward():
+    first = deterministic_summary(conversation(2), goal="fix slug")
+    note = Message("user", f"{SUMMARY_PREFIX}: 4 messages replaced]\n\n{first}")
+    second = deterministic_summary([note, *conversation(1)[1:]], goal="fix slug")
+    assert second.startswith("## Earlier summary\n## Goal\nfix slug")
+    assert "f1.py" in second  # a file from the first summary is still there
