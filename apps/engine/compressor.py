@@ -32,6 +32,7 @@ from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock,
 log = logging.getLogger(__name__)
 
 SUMMARY_PREFIX = "[Summary of earlier work in this task"
+NOTE_OVERHEAD_TOKENS = 64  # the summary message's own header, in tokens (generous)
 DETERMINISTIC = "deterministic"
 AUDIT = {"agent": "compressor", "task_type": "summarization"}
 SECTIONS = ("Goal", "Decisions", "Files changed", "Tests and their state", "Open items")
@@ -232,7 +233,7 @@ class Compressor:
         goal: str | None = None,
     ) -> Compression | None:
         """A compressed conversation when the prompt is over the threshold and there is a middle
-        to summarize; else None (the messages stay as they are). `goal`: the run's request; when
+        to summarize that is larger than a summary may be; else None (the messages stay as they are). `goal`: the run's request; when
         earlier conversation turns fill the kept first messages and the request itself falls in
         the middle, it is repeated verbatim after the summary."""
         before = estimate_prompt_tokens(messages, system, tools)
@@ -240,7 +241,9 @@ class Compressor:
             return None
         head_end, tail_start = split_points(messages, self.config.keep_first, self.config.keep_last)
         middle = list(messages[head_end:tail_start])
-        if len(middle) < 2:
+        # A summary may take up to summary_max_tokens: a smaller middle is not worth replacing.
+        worth = self.config.summary_max_tokens + NOTE_OVERHEAD_TOKENS
+        if len(middle) < 2 or estimate_prompt_tokens(middle) <= worth:
             return None
         request_in_middle = goal is not None and any(
             m.role == "user" and m.content == goal for m in middle

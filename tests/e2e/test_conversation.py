@@ -84,3 +84,66 @@ def test_follow_up_sends_the_earlier_turn_and_new_conversation_starts_fresh(
     expect(fresh.locator(".bubble.assistant")).to_contain_text("Paris")
     assert texts(llm.requests[-1].body) == ["Again: what is the capital of France?"]
     expect(page.locator("#task-history li.conversation")).to_have_count(2)
+
+
+COMPRESSING_SCRIPT = [
+    {
+        "text": "## Goal\nthink three times\n## Decisions\nnone",
+        "match": "Transcript to summarize",
+        "repeat": True,
+    },
+    {
+        "text": "Thinking.",
+        "tool_calls": [
+            {"name": "think", "arguments": {"thought": "one: " + "weigh the options " * 30}}
+        ],
+    },
+    {
+        "text": "Thinking more.",
+        "tool_calls": [
+            {"name": "think", "arguments": {"thought": "two: " + "weigh the options " * 30}}
+        ],
+    },
+    {
+        "text": "Last thought.",
+        "tool_calls": [
+            {"name": "think", "arguments": {"thought": "three: " + "weigh the options " * 30}}
+        ],
+    },
+    {"text": "Thought it through."},
+]
+
+
+def test_a_compressed_context_shows_a_note_in_the_task(page: Page, tmp_path_factory, artifacts):
+    tmp = tmp_path_factory.mktemp("compressing")
+    with FakeLLMServer(COMPRESSING_SCRIPT) as llm:
+        config = tmp / "agentkit.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "models": {"main": llm.model_entry("openai", model="fake-chat")},
+                    "compression": {
+                        "threshold_tokens": 200,
+                        "keep_first": 1,
+                        "keep_last": 2,
+                        "summary_max_tokens": 16,
+                    },
+                    "sandbox": {"mode": "off"},
+                }
+            )
+        )
+        with agentkit_server(tmp, AGENTKIT_CONFIG=str(config)) as server:
+            log_in(page, server)
+            task = ask(page, "Think it through three times.")
+            note = task.locator(".compression-note").first
+            expect(note).to_contain_text("Context compressed")
+            expect(note).to_contain_text("summary by main")
+            summarized = [
+                r for r in llm.requests if "Transcript to summarize" in json.dumps(r.body)
+            ]
+            assert summarized and "tools" not in summarized[0].body
+            task_id = task.get_attribute("data-task-id")
+            events = page.request.get(f"{server.url}/api/tasks/{task_id}/events").json()["events"]
+            squeezed = [e["data"] for e in events if e["type"] == "compression"]
+            assert squeezed and all(d["tokens_after"] < d["tokens_before"] for d in squeezed)
+            page.screenshot(path=str(artifacts / "chat-compression.png"), full_page=True)

@@ -54,7 +54,9 @@ def _cfg(server, **llm):
 
 
 def _compressor(gateway, cfg, **overrides):
-    compression = CompressionConfig(threshold_tokens=100, keep_first=1, keep_last=3, **overrides)
+    compression = CompressionConfig(
+        threshold_tokens=100, keep_first=1, keep_last=3, summary_max_tokens=64, **overrides
+    )
     return Compressor(
         gateway,
         compression,
@@ -134,7 +136,7 @@ async def test_whitespace_summary_counts_as_a_failure_of_that_tier():
     client = WhitespaceThenText()
     compressor = Compressor(
         client,
-        CompressionConfig(threshold_tokens=100, keep_first=1, keep_last=3),
+        CompressionConfig(threshold_tokens=100, keep_first=1, keep_last=3, summary_max_tokens=64),
         main_model="main",
         auxiliary_model="fast",
     )
@@ -260,7 +262,12 @@ async def test_a_long_run_compresses_emits_the_event_and_keeps_the_stable_cache(
                 },
                 "llm": {"auxiliary_model": "fast"},
                 "streaming": {"flush_interval_ms": 0},
-                "compression": {"threshold_tokens": 2500, "keep_first": 1, "keep_last": 4},
+                "compression": {
+                    "threshold_tokens": 2500,
+                    "keep_first": 1,
+                    "keep_last": 4,
+                    "summary_max_tokens": 256,
+                },
             }
         )
         task = AgentTask(task_id=1, goal="read every page", system_prompt="Read carefully. " * 60)
@@ -312,7 +319,9 @@ async def test_request_after_long_history_is_kept_verbatim_and_is_the_summary_go
     cfg = _cfg(server)
     async with Gateway(cfg, sleep=no_sleep) as gateway:
         compressor = _compressor(gateway, cfg)
-        compressor.config = CompressionConfig(threshold_tokens=100, keep_first=2, keep_last=3)
+        compressor.config = CompressionConfig(
+            threshold_tokens=100, keep_first=2, keep_last=3, summary_max_tokens=64
+        )
         done = await compressor.compress_if_needed(messages, goal=goal)
     assert done.messages[:2] == history
     assert done.messages[2].content.endswith(f"## The current request (verbatim)\n{goal}")
@@ -326,3 +335,14 @@ def test_a_second_deterministic_summary_carries_the_first_one_forward():
     second = deterministic_summary([note, *conversation(1)[1:]], goal="fix slug")
     assert second.startswith("## Earlier summary\n## Goal\nfix slug")
     assert "f1.py" in second  # a file from the first summary is still there
+
+
+async def test_a_middle_smaller_than_a_summary_is_left_alone(server):
+    cfg = _cfg(server)
+    async with Gateway(cfg, sleep=no_sleep) as gateway:
+        compressor = _compressor(gateway, cfg)
+        compressor.config = CompressionConfig(
+            threshold_tokens=100, keep_first=1, keep_last=3, summary_max_tokens=2_000
+        )
+        assert await compressor.compress_if_needed(conversation()) is None
+    assert server.requests == []
