@@ -119,6 +119,7 @@
       const u = ev.data.usage || {};
       const cost = typeof ev.data.cost === "number" ? " · $" + ev.data.cost.toFixed(4) : "";
       view.footer.textContent = "tokens in " + (u.input_tokens || 0) + " (cached " + (u.cache_read_tokens || 0) + ") · out " + (u.output_tokens || 0) + cost;
+      conversations.usageFooter(view, ev);  // issue 13: cache writes, hit rate, conversation totals
       refreshHistory();
     },
   };
@@ -139,6 +140,63 @@
     messages.scrollTop = messages.scrollHeight;
     if (state.current === ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
   }
+
+  // ── conversations (issue 13) ── a self-contained block; its call sites are marked "issue 13".
+  // Follow-ups continue the conversation of the task on screen ("conversation" in the
+  // user_message frame); "New conversation" starts a fresh one; the sidebar groups tasks by
+  // conversation; the footer shows cache reads/writes, the hit rate and the conversation's totals.
+  const conversations = {
+    current: null,          // conversation id that new messages continue; null = start a new one
+    byTask: {},             // task id -> conversation id
+    started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
+    follow(taskId) { this.current = this.byTask[taskId] || null; },
+    decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
+    startNew() {
+      this.current = null;
+      messages.append(el("div", { class: "conversation-divider", role: "status", text: "New conversation" }));
+      $("#message").focus();
+    },
+    percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
+    usageFooter(view, ev) {
+      const u = ev.data.usage || {};
+      view.footer.textContent += " · cache read " + (u.cache_read_tokens || 0) + ", written " + (u.cache_write_tokens || 0) + ", hit " + this.percent(u.cache_read_tokens || 0, u.input_tokens || 0);
+      const id = this.byTask[ev.task_id];
+      if (!id) return;
+      fetch("/api/conversations/" + id, { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).then((c) => {
+        if (!c) return;
+        const total = el("span", { class: "conversation-usage", "data-role": "conversation-usage",
+          text: " · conversation: " + c.tasks.length + " turn(s), tokens in " + c.usage.input_tokens + ", hit " + this.percent(c.usage.cache_read_tokens, c.usage.input_tokens) + " · $" + (c.usage.cost || 0).toFixed(4) });
+        const old = view.footer.querySelector("[data-role=conversation-usage]");
+        if (old) old.replaceWith(total); else view.footer.append(total);
+      }).catch(() => {});
+    },
+    renderHistory(list, tasks, item) {
+      const groups = new Map();
+      for (const t of tasks) {
+        if (t.conversation) this.byTask[t.id] = t.conversation;
+        const key = t.conversation || "task-" + t.id;
+        if (!groups.has(key)) groups.set(key, []);
+        groups.get(key).push(t);
+      }
+      for (const [key, group] of groups) {
+        const inner = el("ul", { class: "conversation-tasks" });
+        for (const t of group.slice().reverse()) inner.append(item(t));  // oldest turn first
+        list.append(el("li", { class: "conversation", "data-conversation": String(key) }, inner));
+      }
+    },
+  };
+  render.compression = (view, ev) => {  // the context was compressed (a summary replaced the middle)
+    const d = ev.data || {};
+    view.body.append(el("div", { class: "compression-note", role: "note",
+      text: "Context compressed: " + d.tokens_before + " → " + d.tokens_after + " tokens (summary by " + d.summarized_by + ")" }));
+    view.text = null;
+  };
+  (function addNewConversationButton() {
+    const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
+    button.addEventListener("click", () => conversations.startNew());
+    $("#composer").append(button);
+  })();
+  // ── end of the conversations block ──
 
   function send(frame) {
     if (state.socket && state.socket.readyState === WebSocket.OPEN) state.socket.send(JSON.stringify(frame));
@@ -173,16 +231,17 @@
       const data = await resp.json();
       list.replaceChildren();
       if (!data.tasks.length) list.append(el("li", { class: "empty", text: "No tasks yet." }));
-      for (const t of data.tasks) {
+      conversations.renderHistory(list, data.tasks, (t) => {  // issue 13: grouped by conversation
         const a = el("a", { href: "#task-" + t.id, text: "#" + t.id + " " + t.goal.slice(0, 40) });
         a.addEventListener("click", () => openTask(t.id));
-        list.append(el("li", {}, a, el("span", { class: "badge status-" + t.status, text: t.status })));
-      }
+        return el("li", {}, a, el("span", { class: "badge status-" + t.status, text: t.status }));
+      });
     } catch (err) { /* offline: keep the old list */ }
   }
 
   function openTask(taskId) {
     state.current = taskId;
+    conversations.follow(taskId);  // issue 13
     if (!state.tasks[taskId]) { taskView(taskId); send({ type: "resume", task_id: taskId, after_seq: 0 }); }
     state.tasks[taskId].root.scrollIntoView();
   }
@@ -195,6 +254,7 @@
     const skill = $("#skill");
     const frame = { type: "user_message", text, workspace: $("#workspace").value, mode: $("#mode").value, client_msg_id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() };
     if (skill && skill.value) frame.skill = skill.value;
+    conversations.decorate(frame);  // issue 13: a follow-up continues the current conversation
     state.awaitingNew = true;
     send(frame);
     box.value = "";
@@ -206,7 +266,8 @@
   // New tasks become current when their first event arrives.
   const originalTaskStarted = render.task_started;
   render.task_started = (view, ev) => {
-    if (state.awaitingNew) { state.current = ev.task_id; state.awaitingNew = false; refreshHistory(); }
+    conversations.started(ev);  // issue 13
+    if (state.awaitingNew) { state.current = ev.task_id; state.awaitingNew = false; conversations.follow(ev.task_id); refreshHistory(); }
     originalTaskStarted(view, ev);
   };
 

@@ -165,7 +165,24 @@ class ReactConfig(Section):
 
 
 class PromptCacheConfig(Section):
+    """Stable system block with a cache breakpoint, volatile block after it, and (Anthropic) a
+    breakpoint that moves with the conversation. False: the same text, no breakpoints."""
+
     enabled: bool = True
+
+
+class CompressionConfig(Section):
+    """Context compression (apps/engine/compressor.py): past `threshold_tokens` the middle of the
+    conversation is replaced by a structured summary, asked of `llm.auxiliary_model` first."""
+
+    enabled: bool = True
+    threshold_tokens: PositiveInt | None = Field(
+        default=None, description="Prompt size that triggers it; None = half the context_window."
+    )
+    keep_first: PositiveInt = 2  # messages kept at the start (the task's goal)
+    keep_last: PositiveInt = 8  # most recent messages kept verbatim
+    summary_max_tokens: PositiveInt = 1024
+    summary_input_max_chars: PositiveInt = 120_000  # of the middle shown to the summarizer
 
 
 class StreamingConfig(Section):
@@ -270,6 +287,7 @@ class AgentkitConfig(Section):
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
+    compression: CompressionConfig = CompressionConfig()
     streaming: StreamingConfig = StreamingConfig()
     verification: VerificationConfig = VerificationConfig()
     reflexion: ReflexionConfig = ReflexionConfig()

@@ -11,11 +11,13 @@ What the engine itself emits, with its `data`:
     tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON)
     tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms
     verification_result  attempt, passed, errors, log, reinjected
+    compression          step, tokens_before, tokens_after, summarized_by, messages_summarized,
+                         kept_first, kept_last, failures, agent, task_type  (compressor.py)
     final_answer         step, text
     error                step, fatal, error_struct {error_code, message, suggestions, retryable}
     task_finished        status, final, steps, usage, cost, error, verification  (see TaskResult)
 
-The other types belong to later stages (phases, review gate, compression, reflexion).
+The other types belong to later stages (phases, review gate, reflexion).
 """
 
 from __future__ import annotations

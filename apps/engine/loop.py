@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 from apps.engine import failures
 from apps.engine.cancellation import CancellationToken, Interrupter
+from apps.engine.compressor import Compressor
 from apps.engine.config import AgentkitConfig
 from apps.engine.events import ErrorStruct, Event, EventType, FinalStatus
 from apps.engine.llm.errors import LLMError
@@ -45,7 +46,7 @@ from apps.engine.llm.types import (
 )
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.ports import ModelClient, TaskHooks, VerificationOutcome, Verifier
-from apps.engine.prompt import build_system_prompt
+from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolResult, ToolSet, truncate_output
@@ -146,6 +147,7 @@ class ReActEngine:
         verifier: Verifier | None = None,
         hooks: TaskHooks | None = None,
         non_action_tools: Iterable[str] = ("think",),
+        compressor: Compressor | None = None,
     ):
         self.model = model
         self.tools = tools or ToolSet()
@@ -154,6 +156,8 @@ class ReActEngine:
         self.hooks = hooks or TaskHooks()
         # Calls of these tools are not actions for loop detection: only thinking is a monologue.
         self.non_action_tools = frozenset(non_action_tools)
+        # Context compression (compressor.py); by default from config, on the same model client.
+        self.compressor = compressor or Compressor.from_config(model, self.config)
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None
@@ -230,6 +234,8 @@ class ReActEngine:
 
     async def _query(self, run: _Run) -> AsyncIterator[Event]:
         """One streamed model call; its text goes out as batched token events."""
+        async for event in self._compress(run):  # context compression, before the request
+            yield event
         request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
@@ -262,6 +268,27 @@ class ReActEngine:
         run.usage += run.reply.usage
         run.cost += run.reply.cost
         run.llm_calls += 1
+
+    async def _compress(self, run: _Run) -> AsyncIterator[Event]:
+        """Past the threshold, the middle of the conversation becomes a summary (compressor.py)."""
+        if self.compressor is None:
+            return
+        done = await run.interrupter.guard(
+            self.compressor.compress_if_needed(
+                run.messages,
+                system=run.system,
+                tools=run.specs,
+                model=run.task.model,
+                goal=run.task.goal,
+            )
+        )
+        if done is None:
+            return
+        run.messages = done.messages
+        run.usage += done.usage
+        run.cost += done.cost
+        run.llm_calls += done.llm_calls
+        yield run.event("compression", step=run.steps, **done.event_data())
 
     async def _act(self, run: _Run, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
         """Run the tool calls in order; each result is the model's next observation."""
@@ -376,11 +403,15 @@ class ReActEngine:
             log.warning("task %s: tools not available: %s", task.task_id, run.unavailable_tools)
         names = [name for name in wanted if name in self.tools]
         run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
-        run.specs = run.tools.specs() if task.mode == "react" else ()
-        run.system = build_system_prompt(
+        run.specs = canonical_tools(run.tools.specs()) if task.mode == "react" else ()
+        run.system = build_system_prompt(  # stable block, breakpoint, volatile block (prompt.py)
             mode=task.mode,
             skill_prompt=task.system_prompt,
+            tool_names=[spec.name for spec in run.specs],
+            pitfalls=task.pitfalls,
             context=task.context,
+            notes=task.notes,
+            facts=task.facts,
             cache=cfg.prompt_cache.enabled,
         )
         run.messages = [*task.history, Message("user", task.goal)]

@@ -8,7 +8,7 @@ the TaskResult, the lifecycle hooks receive it, and the `task_finished` event ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +31,10 @@ class AgentTask:
     tools: tuple[str, ...] | None = None  # names allowed in this run; None = every tool given
     model: str | None = None  # model alias; None = llm.main
     max_steps: int | None = None  # None = react.max_steps
+    # Volatile block of the system prompt (prompt.py), filled by the runner:
+    pitfalls: str = ""  # "Pitfalls seen before" (evolution's retrieval); "" adds no bytes
+    notes: str = ""  # the workspace's AGENTS.md, capped
+    facts: Mapping[str, str] = field(default_factory=dict)  # workspace facts (name, ...)
 
     def __post_init__(self) -> None:
         if self.mode not in ("direct_chat", "react"):

@@ -26,12 +26,14 @@ from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
 from apps.engine.ports import TaskHooks
+from apps.engine.prompt import read_notes
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
+from apps.tasks.history import conversation_history
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
@@ -67,6 +69,7 @@ class EventRecorder:
             "workspace": {"id": task.workspace_id, "name": task.workspace.name},
             "skill": task.skill,
             "client_msg_id": task.client_msg_id,
+            "conversation": task.conversation_id,
         }
         self.finished = False
         self.layer = get_channel_layer()
@@ -152,6 +155,10 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
         system_prompt=skill.system_prompt if skill else "",
         tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
         model=skill.model if skill else None,
+        # Conversation history and the volatile block of the system prompt (issue 13).
+        history=conversation_history(task),
+        notes=read_notes(Path(task.workspace.root_dir)),
+        facts={"workspace": task.workspace.name},
     )
 
 
@@ -212,7 +219,7 @@ async def run_task(task_id: int) -> str:
     started = time.monotonic()
     try:
         config = agent_config()
-        agent_task = build_agent_task(task, config)
+        agent_task = await sync_to_async(build_agent_task)(task, config)  # reads history
         gateway = Gateway(config)
         engine = build_engine(task, config, gateway)
         async with aclosing(engine.run(agent_task, cancel=token)) as events:

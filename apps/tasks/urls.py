@@ -8,5 +8,11 @@ urlpatterns = [
     path("api/tasks/<int:task_id>", api.task_detail, name="api-task"),
     path("api/tasks/<int:task_id>/events", api.task_events, name="api-task-events"),
     path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
+    path("api/conversations", api.conversations, name="api-conversations"),
+    path(
+        "api/conversations/<int:conversation_id>",
+        api.conversation_detail,
+        name="api-conversation",
+    ),
     path("api/workspaces", api.workspaces, name="api-workspaces"),
 ]
