@@ -298,7 +298,7 @@ class ReActEngine:
             yield run.event("tool_call", **tool_call_data(run.steps, call))
             started, result = time.monotonic(), None
             if run.tracker is not None:
-                result, events = phases.gate_call(run.tracker, call)
+                result, events = phases.gate_call(run.tracker, call, run.tools)
                 for kind, data in events:
                     yield run.event(kind, **data)
             token = phases.bind_command_filter(run.tracker) if run.tracker else None
@@ -424,6 +424,7 @@ class ReActEngine:
         limit = self.config.react.tool_output_max_chars
         run.tracker.reflect_used += 1
         run.steps += 1
+        run.tracker.step = run.steps  # the reflect call is a step of no phase
         request = reflexion.reflect_request(run.messages, run.system, record, limit)
         try:
             async for _token in self._query(run, request):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -293,9 +293,7 @@ def reconstruct(
             snapshot = data["phases"]
         else:
             snapshot = data.get("counters") if kind in COUNTER_EVENTS else None
-        if isinstance(data.get("step"), int):
-            last_step = max(last_step, data["step"])
-        if snapshot:
+        if snapshot:  # authoritative at this point of the run
             tracker.phase = PhaseState(snapshot["phase"])
             for name in (
                 "round",
@@ -306,7 +304,9 @@ def reconstruct(
                 "reflect_used",
             ):
                 setattr(tracker, name, snapshot[name])
-            last_step = max(last_step, tracker.step)
+            last_step = tracker.step
+        elif isinstance(data.get("step"), int):
+            last_step = max(last_step, data["step"])
     extra = last_step - tracker.step
     if extra > 0:
         tracker.steps_in_phase += extra
@@ -358,9 +358,14 @@ def loop_config(config: LoopDetectionConfig) -> LoopDetectionConfig:
 Events = list[tuple[str, dict[str, Any]]]
 
 
-def gate_call(tracker: PhaseTracker, call: ToolCall) -> tuple[ToolResult | None, Events]:
+def gate_call(
+    tracker: PhaseTracker, call: ToolCall, known: Container[str]
+) -> tuple[ToolResult | None, Events]:
     """Before dispatch: answer advance_phase, refuse what the phase forbids (a structured
-    `phase_violation`). (None, []) lets the call run."""
+    `phase_violation`). (None, []) lets the call run; so does a tool not in `known` (the run's
+    tools): that is the ordinary unknown_tool error, not a phase matter."""
+    if call.name != ADVANCE_TOOL and call.name not in known:
+        return None, []
     if call.name == ADVANCE_TOOL:
         change = tracker.advance("tool")
         if change is None:

@@ -25,6 +25,7 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
@@ -38,7 +39,7 @@ from apps.tools.builtin.registry import available_tool_names, build_tools
 
 log = logging.getLogger(__name__)
 
-ENGINE_MODES = ("direct_chat", "react")
+ENGINE_MODES = ("direct_chat", "react", "plan_exec")
 CANCEL_POLL_SECONDS = 0.25
 
 
@@ -114,7 +115,8 @@ def _finish(task_id: int, result: TaskResult) -> None:
 
 
 class RunnerHooks(TaskHooks):
-    """The engine's lifecycle hooks set the final status (exactly one fires per run)."""
+    """The engine's lifecycle hooks set the final status (exactly one fires per run; a plan_exec
+    run that gave up after its reflections fires on_task_failed with that status)."""
 
     def __init__(self, task_id: int):
         self.task_id = task_id
@@ -141,8 +143,12 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     if task.mode not in ENGINE_MODES:
         raise RunAborted(
             "mode_not_available",
-            f"mode {task.mode!r} is not available yet; this version runs direct_chat and react",
-            ["Send the message again with @react (tools) or @chat (a single answer)."],
+            f"mode {task.mode!r} is not available yet; this version runs direct_chat, react and "
+            "plan_exec",
+            [
+                "Send the message again with @plan (phases, verification, reflection), @react "
+                "(tools) or @chat (a single answer)."
+            ],
         )
     skill = config.skills.get(task.skill) if task.skill else None
     return AgentTask(
@@ -169,6 +175,7 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
         sandbox=sandbox,
         network=config.sandbox.network,
         timeout_seconds=config.sandbox.timeout_seconds,
+        command_filter=active_command_filter,  # plan_exec: the current phase's shell filter
         verification_commands=tuple(task.workspace.verification_commands or ()),
         verifier=Verifier(sandbox, config.verification),
     )
