@@ -110,6 +110,8 @@ class PhasePolicy:
         return tool == ADVANCE_TOOL or "*" in allowed or tool in allowed
 
     def allowed_tools(self, phase: PhaseState) -> list[str]:
+        if "*" in self.whitelist[phase]:
+            return ["*"]
         return sorted(self.whitelist[phase] | {ADVANCE_TOOL})
 
     def command_refusal(self, command: str, phase: PhaseState) -> str | None:
@@ -387,7 +389,8 @@ def gate_call(
         if refusal is None:
             return None, []
     data = violation(tracker, call.name, refusal)
-    result = ToolResult.failure("phase_violation", json.dumps(data, sort_keys=True), **data)
+    extra = {k: v for k, v in data.items() if k not in ("error", "message")}
+    result = ToolResult.failure("phase_violation", json.dumps(data, sort_keys=True), **extra)
     return result, [("phase_violation", {"step": tracker.step, "call_id": call.id, **data})]
 
 
