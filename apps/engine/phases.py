@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -45,6 +45,9 @@ class PhaseState(StrEnum):
 
 
 ORDER = tuple(PhaseState)
+LAST = ORDER[-1]
+Events = Sequence[tuple[str, dict[str, Any]]]
+_PASS: tuple[None, Events] = (None, ())
 ADVANCE_TOOL = "advance_phase"
 # The engine answers advance_phase itself; apps/tools/builtin/advance_phase.py shows the same spec.
 ADVANCE_SPEC = ToolSpec(
@@ -226,34 +229,39 @@ class PhaseTracker:
         nxt = self.phase.next
         return None if nxt is None else self._move(nxt, reason)
 
-    def begin_step(self, step: int) -> list[tuple[str, dict[str, Any]]]:
+    def begin_step(self, step: int) -> Events:
         """Called before each model step: auto-advance, budgets, then count the step.
         `forced_gate` is set when the verify budget is used up (the best answer goes to the gate
-        instead of another model step)."""
+        instead of another model step). Runs every step: the usual path allocates nothing."""
         self.step = step - 1
-        events: list[tuple[str, dict[str, Any]]] = []
+        events: Events = ()
         auto = self.policy.auto_advance_after_steps
-        if auto is not None and self.steps_in_phase >= auto and self.phase.next is not None:
-            events.append(self._move(self.phase.next, "auto"))
+        if auto is not None and self.steps_in_phase >= auto and self.phase is not LAST:
+            events = [self._move(self.phase.next, "auto")]
         budgets = self.budgets
-        if budgets is not None and self.phase in THINK_PHASES and self.think_used >= budgets.think:
-            events.append(self._exhausted("think", budgets.think))
-            events.append(self._move(PhaseState.VERIFICATION, "budget"))
-        if (
-            budgets is not None
-            and self.phase not in THINK_PHASES
-            and self.verify_used >= budgets.verify
-        ):
-            events.append(self._exhausted("verify", budgets.verify))
-            self.forced_gate = True
-            return events
+        thinking = self.phase in THINK_PHASES
+        if budgets is not None:
+            if thinking and self.think_used >= budgets.think:
+                events = [
+                    *events,
+                    self._exhausted("think", budgets.think),
+                    self._move(PhaseState.VERIFICATION, "budget"),
+                ]
+                thinking = False
+            if not thinking and self.verify_used >= budgets.verify:
+                self.forced_gate = True
+                return [*events, self._exhausted("verify", budgets.verify)]
         self.step = step
         self.steps_in_phase += 1
-        if self.phase in THINK_PHASES:
+        if thinking:
             self.think_used += 1
         else:
             self.verify_used += 1
         return events
+
+    def shell_refusal(self, command: str) -> str | None:
+        """The current phase's verdict on a shell command (the shell tool's phase hook)."""
+        return self.policy.command_refusal(command, self.phase)
 
     def _exhausted(self, budget: str, limit: int) -> tuple[str, dict[str, Any]]:
         return "budget_exhausted", {
@@ -336,11 +344,7 @@ def active_command_filter(command: str) -> str | None:
 
 def bind_command_filter(tracker: PhaseTracker | None):
     """Set the filter for the tool call about to run; returns the token to reset it with."""
-    if tracker is None:
-        return _active_filter.set(None)
-    return _active_filter.set(
-        lambda command: tracker.policy.command_refusal(command, tracker.phase)
-    )
+    return _active_filter.set(tracker.shell_refusal if tracker is not None else None)
 
 
 def reset_command_filter(token) -> None:
@@ -357,38 +361,39 @@ def loop_config(config: LoopDetectionConfig) -> LoopDetectionConfig:
     )
 
 
-Events = list[tuple[str, dict[str, Any]]]
-
-
 def gate_call(
     tracker: PhaseTracker, call: ToolCall, known: Container[str]
 ) -> tuple[ToolResult | None, Events]:
     """Before dispatch: answer advance_phase, refuse what the phase forbids (a structured
-    `phase_violation`). (None, []) lets the call run; so does a tool not in `known` (the run's
-    tools): that is the ordinary unknown_tool error, not a phase matter."""
-    if call.name != ADVANCE_TOOL and call.name not in known:
-        return None, []
-    if call.name == ADVANCE_TOOL:
+    `phase_violation`). (None, ()) lets the call run; so does a tool not in `known` (the run's
+    tools): that is the ordinary unknown_tool error, not a phase matter. Runs every tool call:
+    the usual path allocates nothing."""
+    name = call.name
+    if name == ADVANCE_TOOL:
         change = tracker.advance("tool")
         if change is None:
             return ToolResult.failure(
                 "already_final_phase",
                 "already at the final phase (delivery); give your final answer.",
-            ), []
+            ), ()
         data = change[1]
-        text = f"Now in the {data['phase']} phase. Allowed tools: "
-        return ToolResult.success(text + ", ".join(data["allowed_tools"]), phase=data["phase"]), [
-            change
-        ]
+        text = f"Now in the {data['phase']} phase. Allowed tools: " + ", ".join(
+            data["allowed_tools"]
+        )
+        return ToolResult.success(text, phase=data["phase"]), [change]
+    if name not in known:
+        return _PASS
     refusal = None
-    if tracker.policy.is_tool_allowed(call.name, tracker.phase):
+    if tracker.policy.is_tool_allowed(name, tracker.phase):
+        if name != "shell":
+            return _PASS
         command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
-        if call.name != "shell" or not isinstance(command, str):
-            return None, []
+        if not isinstance(command, str):
+            return _PASS
         refusal = tracker.policy.command_refusal(command, tracker.phase)
         if refusal is None:
-            return None, []
-    data = violation(tracker, call.name, refusal)
+            return _PASS
+    data = violation(tracker, name, refusal)
     extra = {k: v for k, v in data.items() if k not in ("error", "message")}
     result = ToolResult.failure("phase_violation", json.dumps(data, sort_keys=True), **extra)
     return result, [("phase_violation", {"step": tracker.step, "call_id": call.id, **data})]

@@ -540,4 +540,4 @@ def test_gate_call_lets_unknown_tools_through_to_the_ordinary_error():
     from apps.engine.phases import PhaseTracker, default_policy, gate_call
 
     tracker = PhaseTracker.start(default_policy())
-    assert gate_call(tracker, ToolCall("c1", "nope", {}), known={"read_file"}) == (None, [])
+    assert gate_call(tracker, ToolCall("c1", "nope", {}), known={"read_file"}) == (None, ())
