@@ -12,8 +12,9 @@ a step); `advance_phase` is answered here; step budgets may force the move to ve
 send the best answer to the gate. A verification failure starts a new round of work, after a
 reflection (reflexion.py) once re-injections are used up; none left → `gave_up_after_reflections`.
 
-Control flow inside a step uses a tiny exception family: `Redirect(*messages)` appends messages for
-the model and takes another step; `Finished` (`Submitted`, `Failed`, `Cancelled`) ends the run.
+Control flow inside a step uses a tiny exception family (flow.py): `Redirect(*messages)` appends
+messages for the model and takes another step; `Finished` (`Submitted`, `Failed`, `Cancelled`,
+`GaveUp`) ends the run.
 A failing LLM call ends the run as failed. Any other exception is a bug of the engine or of a
 port: the run still ends with an `error` event, `task_finished` and its hook, then the exception
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
@@ -33,19 +34,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from apps.engine import failures, phases, reflexion
 from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.config import AgentkitConfig
-from apps.engine.events import (
-    ErrorStruct,
-    Event,
-    EventType,
-    FinalStatus,
-    tool_call_data,
-    tool_result_data,
-)
+from apps.engine.events import Event, EventType, tool_call_data, tool_result_data
+from apps.engine.flow import Cancelled, Failed, Finished, GaveUp, Redirect, Submitted
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import (
     ChatRequest,
@@ -60,50 +55,12 @@ from apps.engine.loop_detection import LoopDetector, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import ModelClient, TaskHooks, VerificationOutcome, Verifier
 from apps.engine.prompt import build_system_prompt
-from apps.engine.reflexion import CUT_OFF_REPLY as CUT_OFF_REPLY  # re-exported for tests
 from apps.engine.sandbox import SandboxUnavailable
 from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolResult, ToolSet
 
 log = logging.getLogger(__name__)
-
-
-class InterruptAgentFlow(Exception):
-    """Raised inside a step to change the course of the run; handled only in run()."""
-
-
-class Redirect(InterruptAgentFlow):
-    """Tell the model something (verification errors, a loop warning) and take another step."""
-
-    def __init__(self, *messages: Message):
-        super().__init__(*(m.content for m in messages))
-        self.messages = messages
-
-
-class Finished(InterruptAgentFlow):
-    status: ClassVar[FinalStatus]
-
-    def __init__(self, final: str = "", error: ErrorStruct | None = None):
-        super().__init__(error.message if error else final)
-        self.final = final
-        self.error = error
-
-
-class Submitted(Finished):
-    status = "completed"
-
-
-class Failed(Finished):
-    status = "failed"
-
-
-class Cancelled(Finished):
-    status = "cancelled"
-
-
-class GaveUp(Finished):
-    status = "gave_up_after_reflections"
 
 
 @dataclass(eq=False, slots=True)
@@ -384,67 +341,56 @@ class ReActEngine:
         self, run: _Run, answer: str, outcome: VerificationOutcome
     ) -> AsyncIterator[Event]:
         """Failed → the errors go back to the model (max_reinjections times); then, in
-        plan_exec, a reflection per retry while the quota lasts; then the run ends: failed with
-        the verification log, or gave_up_after_reflections when it had reflected."""
+        plan_exec, a reflection and another round while the quota lasts; then the run ends:
+        failed with the verification log, or gave_up_after_reflections once it had reflected."""
         limit = self.config.react.tool_output_max_chars
         record = reflexion.record_of(outcome, len(run.verification) + 1, limit)
         run.verification.append(record)
-        reinject = not record.passed and record.attempt <= self.config.verification.max_reinjections
-        yield run.event("verification_result", **record.model_dump(), reinjected=reinject)
-        if record.passed:
+        move = None if record.passed else reflexion.next_move(record, run.tracker, self.config)
+        reinjected = move is not None and move.action == "reinject"
+        yield run.event("verification_result", **record.model_dump(), reinjected=reinjected)
+        if move is None:
             return
         run.detector.reset()  # new information: earlier steps no longer say anything about loops
-        if reinject:
-            message = reflexion.reinjection(record, limit)
-        elif run.tracker is not None and self.config.reflexion.enabled:
-            allowed, exhausted = run.tracker.may_reflect(self.config.reflexion.max_reflections)
-            if exhausted:
-                yield run.event(exhausted[0], **exhausted[1])
-            if not allowed and run.tracker.reflect_used:
-                reflections = run.tracker.reflect_used
-                raise GaveUp(answer, failures.gave_up_after_reflections(reflections, record.errors))
-            if not allowed:
-                raise Failed(answer, failures.verification_failed(record.attempt, record.errors))
-            message = None
-            async for event in self._reflect(run, record):
-                if isinstance(event, Message):
-                    message = event
-                else:
-                    yield event
-        else:
+        for kind, data in move.events:
+            yield run.event(kind, **data)
+        if move.action == "fail":
             raise Failed(answer, failures.verification_failed(record.attempt, record.errors))
+        if move.action == "give_up":
+            error = failures.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
+            raise GaveUp(answer, error)
+        if move.action == "reinject":
+            message = reflexion.reinjection(record, limit)
+        else:
+            event, message = await self._reflect(run, record)
+            yield event
         if run.tracker is not None:
             kind, data = run.tracker.new_round(run.steps)
             yield run.event(kind, **data)
         raise Redirect(message)
 
-    async def _reflect(self, run: _Run, record: VerificationRecord) -> AsyncIterator[Any]:
-        """One reflect call on the main model (a step); yields its event, then the message for
-        the next round. A failed call: the verification errors alone (the existing context)."""
-        limit = self.config.react.tool_output_max_chars
-        run.tracker.reflect_used += 1
-        run.steps += 1
-        run.tracker.step = run.steps  # the reflect call is a step of no phase
+    async def _reflect(self, run: _Run, record: VerificationRecord) -> tuple[Event, Message]:
+        """One reflect call on the main model: a step of no phase. Returns its event and the
+        message for the next round; a failed call leaves the verification errors alone."""
+        limit, tracker = self.config.react.tool_output_max_chars, run.tracker
+        tracker.reflect_used += 1
+        run.steps = tracker.step = run.steps + 1
         request = reflexion.reflect_request(run.messages, run.system, record, limit)
         try:
             async for _token in self._query(run, request):
                 pass  # the reflection is shown whole, in its own event
-            text = run.reply.content.strip()
-            if not text:
+            if not (text := run.reply.content.strip()):
                 raise LLMError("the reflect call returned no text")
+            data: dict[str, Any] = {"ok": True, "text": text}
+            message = reflexion.reflection_message(text, record, limit)
         except LLMError as exc:
-            error = failures.from_llm_error(exc).model_dump()
-            data: dict[str, Any] = {"ok": False, "error": error}
+            data = {"ok": False, "error": failures.from_llm_error(exc).model_dump()}
             message = reflexion.reinjection(record, limit)
-        else:
-            data, message = (
-                {"ok": True, "text": text},
-                reflexion.reflection_message(text, record, limit),
-            )
-        attempt = run.tracker.reflect_used
-        counters = run.tracker.counters()
-        yield run.event("reflection", step=run.steps, attempt=attempt, **data, counters=counters)
-        yield message
+        counters = tracker.counters()
+        event = run.event(
+            "reflection", step=run.steps, attempt=tracker.reflect_used, **data, counters=counters
+        )
+        return event, message
 
     # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
     def _prepare(self, run: _Run, cancel: CancellationToken | None) -> None:
@@ -460,10 +406,8 @@ class ReActEngine:
         run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
         run.specs = run.tools.specs() if task.mode != "direct_chat" else ()
         skill_prompt = task.system_prompt
-        if task.mode == "plan_exec":
-            policy = self.phase_policy or PhasePolicy.from_config(cfg.plan_exec)
-            budgets = phases.Budgets.from_config(cfg.plan_exec.phase_budgets)
-            run.tracker = PhaseTracker.start(policy, budgets)
+        if task.mode == "plan_exec":  # phases, advance_phase, the mode's instructions first
+            run.tracker = PhaseTracker.for_run(cfg.plan_exec, self.phase_policy)
             run.specs = tuple(sorted((*run.specs, phases.ADVANCE_SPEC), key=lambda s: s.name))
             skill_prompt = f"{phases.PLAN_EXEC_INSTRUCTIONS}\n\n{skill_prompt}".strip()
         run.system = build_system_prompt(

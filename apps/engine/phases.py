@@ -196,6 +196,12 @@ class PhaseTracker:
     def start(cls, policy: PhasePolicy, budgets: Budgets | None = None) -> PhaseTracker:
         return cls(policy, budgets, policy.start_phase)
 
+    @classmethod
+    def for_run(cls, section: PlanExecConfig, policy: PhasePolicy | None = None) -> PhaseTracker:
+        """A plan_exec run's start: the given policy (else the config's) and budgets."""
+        policy = policy or PhasePolicy.from_config(section)
+        return cls.start(policy, Budgets.from_config(section.phase_budgets))
+
     def counters(self) -> dict[str, Any]:
         return {
             "phase": self.phase.value,

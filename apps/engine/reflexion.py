@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from apps.engine.config import AgentkitConfig
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock
 from apps.engine.ports import VerificationOutcome
 from apps.engine.task import VerificationRecord
@@ -128,3 +131,26 @@ def reflection_message(text: str, record: VerificationRecord, limit: int) -> Mes
             limit,
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class NextMove:
+    """What follows a failed verification, and the events that say why."""
+
+    action: Literal["reinject", "reflect", "fail", "give_up"]
+    events: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+def next_move(record: VerificationRecord, tracker: Any, config: AgentkitConfig) -> NextMove:
+    """Re-inject while verification.max_reinjections lasts; then (plan_exec, `tracker` given)
+    reflect while reflexion.max_reflections and the reflect budget last; then give up if the run
+    reflected at all, else fail."""
+    if record.attempt <= config.verification.max_reinjections:
+        return NextMove("reinject")
+    if tracker is None or not config.reflexion.enabled:
+        return NextMove("fail")
+    allowed, exhausted = tracker.may_reflect(config.reflexion.max_reflections)
+    events = (exhausted,) if exhausted else ()
+    if allowed:
+        return NextMove("reflect", events)
+    return NextMove("give_up" if tracker.reflect_used else "fail", events)
