@@ -90,6 +90,9 @@ def test_plan_that_never_passes_ends_gave_up_with_the_log_visible(
     )
     assert badge.evaluate("b => getComputedStyle(b).backgroundColor") != failed_color
     expect(task.locator(".reflection-card")).to_have_count(1)
+    expect(task.locator(".note.violation-note")).to_contain_text(
+        "Refused in the planning phase: shell"
+    )
     expect(task.locator(".note.budget-note")).to_contain_text("reflect budget")
     expect(task.locator(".bubble.error")).to_contain_text("gave_up_after_reflections")
     last = task.locator(".verify-card").last

@@ -541,3 +541,43 @@ def test_gate_call_lets_unknown_tools_through_to_the_ordinary_error():
 
     tracker = PhaseTracker.start(default_policy())
     assert gate_call(tracker, ToolCall("c1", "nope", {}), known={"read_file"}) == (None, ())
+
+
+async def test_non_python_workspace_verifies_with_its_declared_commands_in_the_sandbox(tmp_path):
+    """R3: no Python project → the workspace's/skill's commands, in the real sandbox."""
+    from apps.engine.sandbox import Sandbox
+    from apps.engine.verify import Verifier, answer_verifier
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "README.md").write_text("draft\n")
+    verifier = answer_verifier(Verifier(Sandbox()), root, ["grep -q final README.md"])
+    turns = [
+        "Done.",
+        {
+            "text": "Marking it final.",
+            "tool_calls": [
+                {
+                    "name": "str_replace_editor",
+                    "arguments": {
+                        "command": "str_replace",
+                        "path": "README.md",
+                        "old_str": "draft",
+                        "new_str": "final",
+                    },
+                }
+            ],
+            "match": "^Verification of your final answer failed",
+        },
+        {"text": "README is final now.", "after_tool": "str_replace_editor"},
+    ]
+    engine, _, _ = engine_for(turns, root, verifier=verifier)
+    events = await collect(engine, TASK)
+    results = [e.data for e in of_type(events, "verification_result")]
+    assert [(r["passed"], r["commands"]) for r in results] == [
+        (False, ["grep -q final README.md"]),
+        (True, ["grep -q final README.md"]),
+    ]
+    assert events[-1].data["status"] == "completed"
+    assert ("verification", "building", "retry") not in changes(events)  # it was in planning
+    assert ("planning", "building", "retry") in changes(events)

@@ -74,6 +74,9 @@ async def test_plan_task_that_never_passes_gives_up_after_reflections(demo, conf
     kinds = [e.type for e in events]
     assert kinds[-2:] == ["error", "task_finished"]
     assert kinds.count("verification_result") == 3 and kinds.count("reflection") == 1
+    violation = next(e.data for e in events if e.type == "phase_violation")
+    assert (violation["tool"], violation["phase"]) == ("shell", "planning")
+    assert "read-only" in violation["message"]
     assert [e.data["budget"] for e in events if e.type == "budget_exhausted"] == ["reflect"]
     finished = events[-1].data
     assert finished["status"] == "gave_up_after_reflections"
