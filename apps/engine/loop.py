@@ -213,8 +213,11 @@ class ReActEngine:
             async for event in self._answer(run, reply):
                 yield event
 
-    async def _query(self, run: _Run, request: ChatRequest | None = None) -> AsyncIterator[Event]:
-        """One streamed model call; its text goes out as batched token events."""
+    async def _query(
+        self, run: _Run, request: ChatRequest | None = None, *, show: bool = True
+    ) -> AsyncIterator[Event]:
+        """One streamed model call; its text goes out as batched token events (unless `show`
+        is False: the reflect call's text is shown whole, in its own event)."""
         request = request or ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
@@ -232,17 +235,17 @@ class ReActEngine:
                         shown = False
                 elif delta.response is not None:
                     run.reply = delta.response
-                elif text := batcher.push(delta.text):
+                elif (text := batcher.push(delta.text)) and show:
                     shown = True
                     yield run.event("token", step=run.steps, text=text)
         except Exception:
-            if rest := batcher.flush():  # show what did arrive before the failure
+            if (rest := batcher.flush()) and show:  # show what did arrive before the failure
                 yield run.event("token", step=run.steps, text=rest)
             raise
         finally:
             if hasattr(stream, "aclose"):
                 await stream.aclose()
-        if rest := batcher.flush():
+        if (rest := batcher.flush()) and show:
             yield run.event("token", step=run.steps, text=rest)
         run.usage += run.reply.usage
         run.cost += run.reply.cost
@@ -377,8 +380,8 @@ class ReActEngine:
         run.steps = tracker.step = run.steps + 1
         request = reflexion.reflect_request(run.messages, run.system, record, limit)
         try:
-            async for _token in self._query(run, request):
-                pass  # the reflection is shown whole, in its own event
+            async for _nothing in self._query(run, request, show=False):
+                pass
             if not (text := run.reply.content.strip()):
                 raise LLMError("the reflect call returned no text")
             data: dict[str, Any] = {"ok": True, "text": text}

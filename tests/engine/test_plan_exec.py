@@ -409,6 +409,8 @@ async def test_failed_verification_reflects_then_retries_and_passes(workspace):
     assert "Your reflection on it:\nIt failed because" in retry
     assert events[-1].data["status"] == "completed"
     assert events[-1].data["phases"]["reflect_used"] == 1
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # no hidden tokens
+    assert not [e for e in events if e.type == "token" and e.data["step"] == 3]  # reflect call
     assert hooks.names == ["on_task_complete"]
     assert "retry" in [c[2] for c in changes(events)]
 
