@@ -157,7 +157,7 @@ class ReActEngine:
                     mode=task.mode,
                     model=task.model or self.config.llm.main,
                     goal=task.goal,
-                    tools=run.tools.names(),
+                    tools=sorted({*run.tools.names(), *(spec.name for spec in run.specs)}),
                     unavailable_tools=run.unavailable_tools,
                     max_steps=run.max_steps,
                 )

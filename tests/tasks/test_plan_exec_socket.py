@@ -27,7 +27,7 @@ async def test_plan_message_over_the_socket_streams_phase_events_to_the_client(d
     await communicator.disconnect()
 
     assert frames[0]["type"] == "task_started" and frames[0]["data"]["mode"] == "plan_exec"
-    assert "advance_phase" not in frames[0]["data"]["tools"]  # answered by the engine itself
+    assert "advance_phase" in frames[0]["data"]["tools"]  # offered; the engine answers it
     assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
     phases = [
         (f["data"]["previous"], f["data"]["phase"]) for f in frames if f["type"] == "phase_changed"
