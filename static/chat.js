@@ -137,6 +137,9 @@
     (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
     const handler = render[ev.type];
     if (handler) handler(view, ev);
+    // Extension point (static/phases.js): extra renderers by event type, after the built-in one.
+    const extra = window.agentkitRenderers && window.agentkitRenderers[ev.type];
+    if (extra) extra(view, ev);
     messages.scrollTop = messages.scrollHeight;
     if (state.current === ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
   }
@@ -234,7 +237,7 @@
       conversations.renderHistory(list, data.tasks, (t) => {  // issue 13: grouped by conversation
         const a = el("a", { href: "#task-" + t.id, text: "#" + t.id + " " + t.goal.slice(0, 40) });
         a.addEventListener("click", () => openTask(t.id));
-        return el("li", {}, a, el("span", { class: "badge status-" + t.status, text: t.status }));
+        return el("li", {}, a, el("span", { class: "badge status-" + t.status, text: (window.agentkitStatusLabel || String)(t.status) }));
       });
     } catch (err) { /* offline: keep the old list */ }
   }

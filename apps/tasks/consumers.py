@@ -168,7 +168,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _handle_spec_review_reply(self, content: dict) -> None:
         raise ApplicationError(
-            "spec review is not available yet (plan_exec is not built)",
+            "spec review is not available yet (the review gate comes with specs)",
             {"error_code": "mode_not_available"},
         )
 

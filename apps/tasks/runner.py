@@ -25,6 +25,7 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
 from apps.engine.sandbox import Sandbox
@@ -35,12 +36,13 @@ from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.history import conversation_history
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
+from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 
 log = logging.getLogger(__name__)
 
-ENGINE_MODES = ("direct_chat", "react")
+ENGINE_MODES = RUNNABLE_MODES  # one list: what the chat page offers is what runs
 CANCEL_POLL_SECONDS = 0.25
 
 
@@ -117,7 +119,8 @@ def _finish(task_id: int, result: TaskResult) -> None:
 
 
 class RunnerHooks(TaskHooks):
-    """The engine's lifecycle hooks set the final status (exactly one fires per run)."""
+    """The engine's lifecycle hooks set the final status (exactly one fires per run; a plan_exec
+    run that gave up after its reflections fires on_task_failed with that status)."""
 
     def __init__(self, task_id: int):
         self.task_id = task_id
@@ -144,8 +147,12 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     if task.mode not in ENGINE_MODES:
         raise RunAborted(
             "mode_not_available",
-            f"mode {task.mode!r} is not available yet; this version runs direct_chat and react",
-            ["Send the message again with @react (tools) or @chat (a single answer)."],
+            f"mode {task.mode!r} is not available yet; this version runs direct_chat, react and "
+            "plan_exec",
+            [
+                "Send the message again with @plan (phases, verification, reflection), @react "
+                "(tools) or @chat (a single answer)."
+            ],
         )
     skill = config.skills.get(task.skill) if task.skill else None
     return AgentTask(
@@ -176,6 +183,7 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
         sandbox=sandbox,
         network=config.sandbox.network,
         timeout_seconds=config.sandbox.timeout_seconds,
+        command_filter=active_command_filter,  # plan_exec: the current phase's shell filter
         verification_commands=tuple(task.workspace.verification_commands or ()),
         verifier=Verifier(sandbox, config.verification),
     )

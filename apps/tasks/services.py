@@ -101,9 +101,9 @@ MODE_PREFIXES = {
     "@team": "team_collab",
 }
 KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
-# The modes this version runs: the only ones the chat page offers. The runner refuses the others
-# with `mode_not_available` (apps/tasks/runner.py ENGINE_MODES); add a mode here when it runs.
-RUNNABLE_MODES = ("direct_chat", "react")
+# The modes this version runs: the only ones the chat page offers, and the only ones the runner
+# starts (apps/tasks/runner.py refuses the others with `mode_not_available`).
+RUNNABLE_MODES = ("direct_chat", "react", "plan_exec")
 MAX_GOAL_CHARS = 50_000
 
 

@@ -7,7 +7,6 @@ import re
 import pytest
 from django.test import Client
 
-from apps.tasks import runner
 from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
 from tests.tasks.factories import make_user, make_workspace
 
@@ -30,8 +29,14 @@ def test_mode_selector_offers_exactly_the_modes_that_run(tmp_path):
     assert offered_modes(response.content.decode()) == list(RUNNABLE_MODES)
 
 
-def test_runnable_modes_are_the_modes_the_runner_runs():
-    # When a mode starts to run (runner.ENGINE_MODES), it must be offered (RUNNABLE_MODES), and
-    # a mode the runner refuses with mode_not_available must not be offered.
-    assert set(RUNNABLE_MODES) == set(runner.ENGINE_MODES)
-    assert set(RUNNABLE_MODES) <= set(KNOWN_MODES)
+def test_the_selector_offers_plan_exec_and_not_team_collab(tmp_path):
+    # plan_exec runs (tests/tasks/test_plan_exec_runner.py); team_collab still ends in
+    # mode_not_available (tests/tasks/test_runner.py), so it must not be offered.
+    user = make_user("bob")
+    make_workspace("beta", tmp_path, user)
+    client = Client()
+    client.force_login(user)
+    offered = offered_modes(client.get("/").content.decode())
+    assert "plan_exec" in offered
+    assert "team_collab" not in offered
+    assert set(offered) <= set(KNOWN_MODES)
