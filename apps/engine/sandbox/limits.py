@@ -31,15 +31,17 @@ class Limits:
     tmp_size_mb: int = 512
 
     def prlimit_argv(self, prlimit: str, *, nproc: int | None) -> list[str]:
-        """`prlimit --as=N:N ... --` (soft = hard, so the command cannot raise them)."""
+        """`prlimit --as=N:N ... --` (soft = hard but for CPU time: the command cannot raise
+        them)."""
         pairs = [
-            ("as", self.address_space_mb * MB),
-            ("cpu", self.cpu_seconds),
-            ("fsize", self.file_size_mb * MB),
+            ("as", f"{self.address_space_mb * MB}:{self.address_space_mb * MB}"),
+            # SIGXCPU at the soft limit (exit 152, "CPU time limit exceeded"), SIGKILL 1 s later
+            ("cpu", f"{self.cpu_seconds}:{self.cpu_seconds + 1}"),
+            ("fsize", f"{self.file_size_mb * MB}:{self.file_size_mb * MB}"),
         ]
         if nproc is not None:
-            pairs.append(("nproc", nproc))
-        return [prlimit, *(f"--{name}={value}:{value}" for name, value in pairs), "--"]
+            pairs.append(("nproc", f"{nproc}:{nproc}"))
+        return [prlimit, *(f"--{name}={value}" for name, value in pairs), "--"]
 
 
 def prlimit_binary() -> str | None:

@@ -71,7 +71,9 @@ umount -l /.old-root
 rmdir /.old-root
 readonly_bind /
 cd "$workdir"
-exec UNSHARE --user --map-user=UID --map-group=UID -- \
+# Not exec: this shell (pid 1) reports a death by signal N as exit 128 + N; util-linux 2.38's
+# `unshare --fork` would fail re-raising it ("sigprocmask unblock failed").
+UNSHARE --user --map-user=UID --map-group=UID -- \
   SETPRIV --no-new-privs --inh-caps=-all --ambient-caps=-all -- "$@"
 """
 
