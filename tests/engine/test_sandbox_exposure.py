@@ -143,3 +143,14 @@ async def test_a_workspace_that_contains_the_installation_is_refused(setup):
         await box.run("true", paths["install"].parent)
     with pytest.raises(SandboxUnavailable, match="contains"):
         await box.run("true", paths["workspace"], writable=[paths["install"] / "var"])
+
+
+async def test_a_workspace_that_contains_the_servers_var_dir_is_refused(setup, monkeypatch):
+    box, paths = setup
+    var = paths["install"].parent / "elsewhere" / "var"
+    (var / "workspaces" / "w").mkdir(parents=True)
+    monkeypatch.setenv("AGENTKIT_VAR_DIR", str(var))
+    with pytest.raises(SandboxUnavailable, match="contains"):
+        await box.run("true", var.parent)
+    result = await box.run("pwd", var / "workspaces" / "w")  # a workspace inside is fine
+    assert result.exit_code == 0, result

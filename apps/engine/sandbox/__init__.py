@@ -24,6 +24,11 @@ backend works, `run()` raises `SandboxUnavailable` whose message says how to ins
 Framework-free: no Django; stdlib only, so the unprivileged tests can run it with any Python.
 """
 
+import os
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from apps.engine.sandbox.capture import processes_matching, wait_for_no_process
 from apps.engine.sandbox.common import (
     BACKENDS,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -38,13 +43,7 @@ from apps.engine.sandbox.common import (
     is_secret_name,
 )
 from apps.engine.sandbox.exposure import Exposure, agentkit_root
-from apps.engine.sandbox.isolation import (
-    IsolationCheck,
-    IsolationReport,
-    check_isolation,
-    processes_matching,
-    wait_for_no_process,
-)
+from apps.engine.sandbox.isolation import IsolationCheck, IsolationReport, check_isolation
 from apps.engine.sandbox.landlock import landlock_abi
 from apps.engine.sandbox.limits import Limits
 from apps.engine.sandbox.properties import (
@@ -52,7 +51,7 @@ from apps.engine.sandbox.properties import (
     backend_properties,
     probe_backends,
 )
-from apps.engine.sandbox.runner import Sandbox, default_sandbox, run
+from apps.engine.sandbox.runner import Sandbox
 
 __all__ = [
     "BACKENDS",
@@ -82,3 +81,24 @@ __all__ = [
     "run",
     "wait_for_no_process",
 ]
+
+
+@lru_cache(maxsize=1)
+def default_sandbox() -> Sandbox:
+    """The best backend with default settings, shared by callers that have no config."""
+    return Sandbox()
+
+
+async def run(
+    cmd: str | Sequence[str],
+    cwd: str | os.PathLike[str],
+    *,
+    network: bool = False,
+    writable: Sequence[str | os.PathLike[str]] | None = None,
+    timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
+) -> SandboxResult:
+    """Module-level shortcut: `default_sandbox().run(...)`."""
+    return await default_sandbox().run(
+        cmd, cwd, network=network, writable=writable, timeout=timeout, env=env
+    )

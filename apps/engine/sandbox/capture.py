@@ -1,4 +1,5 @@
-"""Output capture (head + tail of each stream, the middle counted) and process-group kill."""
+"""Output capture (head + tail of each stream, the middle counted); finding and killing
+processes."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
+from pathlib import Path
 
 
 class CappedBuffer:
@@ -67,3 +70,29 @@ class Capture(asyncio.SubprocessProtocol):
 def killpg(pid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def processes_matching(needle: str) -> list[int]:
+    """PIDs whose /proc/<pid>/cmdline contains `needle` (arguments are NUL-separated)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode("utf-8", "replace")
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if needle in cmdline and state != b"Z":
+            found.append(int(entry))
+    return found
+
+
+async def wait_for_no_process(needle: str, *, within: float) -> list[int]:
+    """Poll until no process matches (killed processes take a moment to go); return survivors."""
+    deadline = time.monotonic() + within
+    while True:
+        survivors = processes_matching(needle)
+        if not survivors or time.monotonic() > deadline:
+            return survivors
+        await asyncio.sleep(0.05)

@@ -84,9 +84,14 @@ class Exposure:
 
     def check_path(self, path: Path, what: str) -> None:
         """Refuse a shown path that would expose the installation: the installation itself, a
-        folder above it, or its `var/` (a workspace below var/workspaces/ is fine)."""
+        folder above it, or its `var/` (also $AGENTKIT_VAR_DIR); a workspace below
+        var/workspaces/ is fine."""
         root = self.installation_root
-        for hidden in (root, root / "var", root / "var" / "workspaces"):
+        protected = [root, root / "var", root / "var" / "workspaces"]
+        if os.environ.get("AGENTKIT_VAR_DIR"):  # the server's var/ may live elsewhere
+            var = Path(os.environ["AGENTKIT_VAR_DIR"]).resolve()
+            protected += [var, var / "workspaces"]
+        for hidden in protected:
             if under(hidden, path):
                 raise ValueError(
                     f"sandbox: {what} {path} contains {hidden}, part of the agentkit "

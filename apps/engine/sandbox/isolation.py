@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from apps.engine.sandbox.capture import wait_for_no_process
 from apps.engine.sandbox.common import PROPERTIES, SYSTEM_PATH, SandboxResult, is_secret_name
 from apps.engine.sandbox.limits import Limits
 from apps.engine.sandbox.runner import Sandbox
@@ -390,29 +391,3 @@ def _visible_tmp_root() -> str | None:
         if os.access(candidate, os.W_OK | os.X_OK):
             return candidate
     return None
-
-
-def processes_matching(needle: str) -> list[int]:
-    """PIDs whose /proc/<pid>/cmdline contains `needle` (arguments are NUL-separated)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode("utf-8", "replace")
-            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if needle in cmdline and state != b"Z":
-            found.append(int(entry))
-    return found
-
-
-async def wait_for_no_process(needle: str, *, within: float) -> list[int]:
-    """Poll until no process matches (killed processes take a moment to go); return survivors."""
-    deadline = time.monotonic() + within
-    while True:
-        survivors = processes_matching(needle)
-        if not survivors or time.monotonic() > deadline:
-            return survivors
-        await asyncio.sleep(0.05)

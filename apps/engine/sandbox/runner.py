@@ -9,11 +9,9 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,11 +24,10 @@ from apps.engine.sandbox.common import (
     PROPERTIES,
     SYSTEM_PATH,
     UNCONFINED,
-    URL_WITH_PASSWORD,
     SandboxResult,
     SandboxUnavailable,
-    is_secret_name,
 )
+from apps.engine.sandbox.environment import command_environment
 from apps.engine.sandbox.exposure import Exposure
 from apps.engine.sandbox.landlock import landlock_abi, launcher_argv
 from apps.engine.sandbox.limits import Limits, PidsCgroup, prlimit_binary, uid_process_count
@@ -185,26 +182,9 @@ class Sandbox:
         self, cwd: Path, *, home: str, tmp: str, extra: Mapping[str, str] | None = None
     ) -> dict[str, str]:
         """The only variables a command sees. Secrets are dropped even when listed."""
-        path = [str(Path(sys.executable).parent), SYSTEM_PATH]
-        if (cwd / ".venv" / "bin").is_dir():
-            path.insert(0, str(cwd / ".venv" / "bin"))
-        env = {
-            "PATH": ":".join(path),
-            "HOME": home,
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "TERM": "dumb",
-            "PAGER": "cat",
-            "GIT_PAGER": "cat",
-        }
-        candidates = {n: os.environ[n] for n in self.env_passthrough if n in os.environ}
-        candidates.update(extra or {})
-        for name, value in candidates.items():
-            if is_secret_name(name) or URL_WITH_PASSWORD.search(value):
-                log.warning("sandbox: not passing %s to commands (looks like a secret)", name)
-                continue
-            env[name] = value
-        return env
+        return command_environment(
+            cwd, passthrough=self.env_passthrough, home=home, tmp=tmp, extra=extra
+        )
 
     def _nproc(self, cgroup: PidsCgroup | None) -> int | None:
         """RLIMIT_NPROC for the command, None where a cgroup (or nothing, as root) caps it."""
@@ -413,24 +393,3 @@ class Sandbox:
         detail = next((p.detail for p in self.probes if p.name == self.backend), "")
         layer = f" + Landlock ABI {self.landlock_abi} layer" if self.landlock_layer else ""
         return f"{self.backend}{layer} ({detail})"
-
-
-@lru_cache(maxsize=1)
-def default_sandbox() -> Sandbox:
-    """The best backend with default settings, shared by callers that have no config."""
-    return Sandbox()
-
-
-async def run(
-    cmd: str | Sequence[str],
-    cwd: str | os.PathLike[str],
-    *,
-    network: bool = False,
-    writable: Sequence[str | os.PathLike[str]] | None = None,
-    timeout: float = 120.0,
-    env: Mapping[str, str] | None = None,
-) -> SandboxResult:
-    """Module-level shortcut: `default_sandbox().run(...)`."""
-    return await default_sandbox().run(
-        cmd, cwd, network=network, writable=writable, timeout=timeout, env=env
-    )

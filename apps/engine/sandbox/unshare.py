@@ -12,16 +12,22 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from apps.engine.sandbox.common import SANDBOX_UID, SYSTEM_PATH, BackendProbe
+from apps.engine.sandbox.common import (
+    SANDBOX_UID,
+    SYSTEM_PATH,
+    BackendProbe,
+    SandboxUnavailable,
+)
 from apps.engine.sandbox.exposure import Exposure, under
 from apps.engine.sandbox.probing import try_argv
 
-# Arguments: new root mountpoint, working dir, /tmp size in MB, then entries `ro PATH`,
-# `rw PATH`, `sym TARGET PATH`, `hide PATH` (shallow first), "--", the command.
+# Arguments: new root mountpoint, working dir, /tmp size in MB, the directories and the files to
+# create in the new root (newline-separated, each one argument), then entries `ro PATH`,
+# `rw PATH`, `sym TARGET PATH`, `hide PATH` (shallow first), "--", the command. Few processes:
+# every one started here adds to each command's start-up time.
 _SETUP = r"""
 set -eu
 root=$1 workdir=$2 tmpsize=$3
-shift 3
 fail() { echo "sandbox: $*" >&2; exit 125; }
 readonly_bind() {  # keep the flags the kernel locks in a user namespace (nosuid, nodev...)
   for extra in "" ",nosuid" ",nodev" ",nosuid,nodev" ",nosuid,nodev,noexec"; do
@@ -32,10 +38,18 @@ readonly_bind() {  # keep the flags the kernel locks in a user namespace (nosuid
 mount -t tmpfs -o mode=0755 agentkit-root "$root" || fail "cannot mount the new root"
 mkdir -p "$root/tmp" "$root/proc" "$root/dev/shm"
 mount -t tmpfs -o "mode=1777,size=${tmpsize}m" tmpfs "$root/tmp"
-mkdir -m 0700 "$root/tmp/home"
 mount -t tmpfs -o mode=1777,size=64m tmpfs "$root/dev/shm"
+set -f
+IFS='
+'
+mkdir -p -m 0755 $4
+touch $5
+IFS=' '
+set +f
+shift 5
+mkdir -m 0700 "$root/tmp/home"
 for dev in null zero full random urandom tty; do
-  touch "$root/dev/$dev" && mount --bind "/dev/$dev" "$root/dev/$dev"
+  mount --bind "/dev/$dev" "$root/dev/$dev"
 done
 ln -s /proc/self/fd "$root/dev/fd"
 ln -s /proc/self/fd/0 "$root/dev/stdin"
@@ -49,10 +63,8 @@ while [ "$1" != "--" ]; do
     sym)
       target=$path path=$1
       shift
-      mkdir -p "$root$(dirname "$path")" && ln -s "$target" "$root$path" ;;
+      ln -s "$target" "$root$path" ;;
     ro|rw)
-      if [ -d "$path" ]; then mkdir -p "$root$path"
-      else mkdir -p "$root$(dirname "$path")" && touch "$root$path"; fi
       mount --bind "$path" "$root$path" || fail "cannot show $path"
       if [ "$kind" = ro ]; then readonly_bind "$root$path"; fi ;;
     hide)
@@ -118,7 +130,29 @@ def unshare_argv(
     for path in exposure.hidden_paths():
         if any(under(path, system) for system in shown):
             entries.append((99, ["hide", str(path)]))
-    spec = [word for _, words in sorted(entries, key=lambda e: e[0]) for word in words]
+    ordered = [words for _, words in sorted(entries, key=lambda e: e[0])]
+    spec = [word for words in ordered for word in words]
+    # What the entries mount on, made in one mkdir and one touch: a bind's mountpoint (or a
+    # symlink's folder), unless it lies inside an earlier bind, where it exists already.
+    binds = [Path(words[1]) for words in ordered if words[0] in ("ro", "rw")]
+    dirs, files = (
+        [],
+        [f"{root}/dev/{d}" for d in ("null", "zero", "full", "random", "urandom", "tty")],
+    )
+    for words in ordered:
+        if words[0] == "hide":
+            continue
+        path = Path(words[-1])
+        if any(under(path, bind) and path != bind for bind in binds):
+            continue
+        if words[0] == "sym" or not path.is_dir():
+            dirs.append(f"{root}{path.parent}")
+            if words[0] != "sym":
+                files.append(f"{root}{path}")
+        else:
+            dirs.append(f"{root}{path}")
+    if any("\n" in word for word in spec):
+        raise SandboxUnavailable("sandbox: a path with a newline cannot be shown to a command")
     script = [
         "/bin/sh",
         "-c",
@@ -127,6 +161,8 @@ def unshare_argv(
         str(root),
         str(cwd),
         str(tmp_size_mb),
+        "\n".join(dirs),
+        "\n".join(files),
     ]
     return [*out, "--", *script, *spec, "--", *argv]
 
