@@ -297,6 +297,13 @@ class Sandbox:
             home, tmp = str(private / "home"), str(private / "tmp")
         if self.confined and process_limit_mode()[0] == "cgroup":
             cgroup = await asyncio.to_thread(PidsCgroup.create, self.limits.processes)
+            if cgroup is None and "limits" in self.require:
+                if private is not None:
+                    shutil.rmtree(private, ignore_errors=True)
+                raise SandboxUnavailable(
+                    "sandbox: could not create a pids cgroup to cap the command's processes, "
+                    "and sandbox.require lists limits"
+                )
         try:
             argv = self.command_argv(
                 cmd,
