@@ -154,3 +154,18 @@ async def test_a_workspace_that_contains_the_servers_var_dir_is_refused(setup, m
         await box.run("true", var.parent)
     result = await box.run("pwd", var / "workspaces" / "w")  # a workspace inside is fine
     assert result.exit_code == 0, result
+
+
+async def test_a_repository_cannot_name_folders_to_show_through_its_venv(setup, tmp_path):
+    box, paths = setup
+    secret_dir = tmp_path / "host-secrets"
+    (secret_dir / "bin").mkdir(parents=True)
+    (secret_dir / "bin" / "token.txt").write_text("host-token-456\n")
+    workspace = paths["workspace"]
+    (workspace / ".venv").symlink_to(secret_dir)  # a .venv that is a symlink out
+    (workspace / "venv2").mkdir()
+    (workspace / "venv2" / "pyvenv.cfg").write_text(f"home = {secret_dir / 'bin'}\n")
+    result = await box.run(
+        f"cat .venv/bin/token.txt {secret_dir}/bin/token.txt", workspace, timeout=20
+    )
+    assert "host-token" not in result.stdout

@@ -6,7 +6,7 @@
 
 What a command sees (exposure.py): the system read-only (/usr, /bin, /lib*, /etc minus secrets
 such as /etc/shadow), its workspace read-write, a private size-capped /tmp, and read-only the
-tool-chains it needs (agentkit's Python and venv, the workspace's venv) — never the agentkit
+tool-chains it needs (agentkit's Python and venv, `sandbox.readable`) — never the agentkit
 installation (secret key, database, var/ with the other workspaces, source), homes, or the host's
 sockets. It runs as an unprivileged uid, with limits on processes, address space, CPU time, file
 size and /tmp size (limits.py), no network, a scrubbed environment, and the whole process tree is

@@ -1,10 +1,11 @@
 """What a command may see: the system read-only (minus secrets in /etc), its workspace
 read-write, a private /tmp, and read-only the tool-chains it needs (agentkit's Python and venv,
-the workspace's venv). Nothing else: not the agentkit installation (its `.secret_key`, database,
-`var/` with every other workspace, source tree), not /root or /home, not /run or the host /tmp.
+`sandbox.readable`; a workspace's own `.venv` is inside the workspace). Nothing else: not the
+agentkit installation (its `.secret_key`, database, `var/` with every other workspace, source
+tree), not /root or /home, not /run or the host /tmp.
 
-The namespace backends build a new root from `Exposure.binds()`; Landlock turns the same lists
-into read and write allow-lists.
+The namespace backends build a new root from these lists (bwrap.py, unshare.py); Landlock turns
+the same lists into read and write allow-lists (landlock.py).
 """
 
 from __future__ import annotations
@@ -49,24 +50,6 @@ def python_paths() -> list[Path]:
     return sorted({p.resolve() for p in paths if p.exists()})
 
 
-def workspace_venv_paths(cwd: Path) -> list[Path]:
-    """A workspace's `.venv` that lives elsewhere (a symlink) and the Python it was made from."""
-    venv = cwd / ".venv"
-    if not venv.is_dir():
-        return []
-    out = [venv.resolve()]
-    cfg = venv / "pyvenv.cfg"
-    try:
-        for line in cfg.read_text(errors="replace").splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "home" and value.strip():
-                home = Path(value.strip()).resolve()
-                out.append(home.parent if home.name == "bin" else home)
-    except OSError:
-        pass
-    return [p for p in out if p.exists()]
-
-
 @dataclass(frozen=True)
 class Exposure:
     """The file-system view of one command. `installation_root` is the agentkit installation to
@@ -100,9 +83,12 @@ class Exposure:
                 )
 
     def toolchains(self, cwd: Path) -> list[Path]:
-        """Read-only tool-chain paths for a command in `cwd`, those that are safe to show."""
+        """Read-only tool-chain paths for a command in `cwd`, those that are safe to show. Never
+        taken from the workspace (a repository's `.venv` symlink or `pyvenv.cfg` could name any
+        folder): a workspace `.venv` inside it is visible anyway, its base Python when it is
+        agentkit's or a system one; any other goes in `sandbox.readable`."""
         out = []
-        for path in [*python_paths(), *workspace_venv_paths(cwd), *self.readable]:
+        for path in [*python_paths(), *self.readable]:
             path = Path(path).resolve()
             try:
                 self.check_path(path, "tool-chain path")
