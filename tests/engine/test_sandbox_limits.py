@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import time
 
@@ -19,6 +20,8 @@ from apps.engine.sandbox import (
     backend_properties,
     wait_for_no_process,
 )
+from apps.engine.sandbox.limits import PidsCgroup
+from apps.engine.sandbox.properties import process_limit_mode
 from tests.engine.sandbox_support import BACKENDS_HERE, SMALL, box_for, fake_installation, holds
 
 PY = [sys.executable, "-I", "-S", "-c"]
@@ -160,3 +163,20 @@ def test_network_on_gives_up_no_host_sockets_for_namespace_backends():
     )
     with pytest.raises(ValueError, match="unknown sandbox properties"):
         Sandbox(require=["no_such_thing"])
+
+
+def test_a_pids_cgroup_caps_forks_and_is_removed_afterwards():
+    if process_limit_mode()[0] != "cgroup":
+        pytest.skip(f"processes are not capped by a cgroup here: {process_limit_mode()[1]}")
+    group = PidsCgroup.create(8)
+    assert group is not None
+    proc = subprocess.Popen(
+        [*group.argv(), "/bin/sh", "-c", "for i in $(seq 20); do sleep 30 & done; wait"],
+        stderr=subprocess.PIPE,
+    )
+    time.sleep(1.0)  # the shell tries its 20 forks
+    assert 1 < len(group.pids()) <= 8
+    assert group.remove()
+    _, err = proc.communicate(timeout=10)
+    assert b"fork" in err.lower(), err  # the shell was refused more processes
+    assert not group.path.exists()

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,10 +114,21 @@ class PidsCgroup:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
 
-    def remove(self) -> None:
-        self.kill()
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
+    def remove(self, *, within: float = 5.0) -> bool:
+        """Kill what is left and delete the cgroup; killed processes leave it only once reaped,
+        so retry for up to `within` seconds (call it off the event loop)."""
+        deadline = time.monotonic() + within
+        while True:
+            self.kill()
+            try:
+                self.path.rmdir()
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.02)
 
 
 def pids_cgroup_available() -> bool:
