@@ -128,7 +128,7 @@ class PidsCgroup:
             except OSError:
                 if time.monotonic() > deadline:
                     return False
-                time.sleep(0.02)
+                time.sleep(0.002)
 
 
 def pids_cgroup_available() -> bool:

@@ -296,7 +296,7 @@ class Sandbox:
             (private / "tmp").mkdir()
             home, tmp = str(private / "home"), str(private / "tmp")
         if self.confined and process_limit_mode()[0] == "cgroup":
-            cgroup = await asyncio.to_thread(PidsCgroup.create, self.limits.processes)
+            cgroup = PidsCgroup.create(self.limits.processes)  # a mkdir and a write in sysfs
             if cgroup is None and "limits" in self.require:
                 if private is not None:
                     shutil.rmtree(private, ignore_errors=True)
@@ -321,7 +321,7 @@ class Sandbox:
                 cgroup,
             )
         finally:
-            if cgroup is not None:
+            if cgroup is not None and not cgroup.remove(within=0):  # killed ones not reaped yet
                 await asyncio.to_thread(cgroup.remove)
             if private is not None:
                 shutil.rmtree(private, ignore_errors=True)
