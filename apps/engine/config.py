@@ -254,9 +254,32 @@ class RollbackConfig(Section):
     timeout_seconds: PositiveFloat = 120.0
 
 
+SandboxProperty = Literal[
+    "no_network",
+    "read_only_host",
+    "hidden_host_files",
+    "no_host_sockets",
+    "unprivileged_user",
+    "limits",
+    "clean_environment",
+    "tree_kill",
+]
+
+
+class SandboxLimitsConfig(Section):
+    """Per command. `processes` counts the command and all its descendants."""
+
+    processes: Annotated[int, Field(ge=8)] = 512
+    address_space_mb: Annotated[int, Field(ge=64)] = 8192
+    cpu_seconds: PositiveInt = 600
+    file_size_mb: PositiveInt = 1024
+    tmp_size_mb: PositiveInt = 512
+
+
 class SandboxConfig(Section):
-    """`auto`: best available backend, refuse to run when none works; `required`: the same, and
-    start-up checks fail without one; `off`: run unconfined (must be chosen explicitly)."""
+    """`auto`: best available backend that holds `require`, refuse to run when none does;
+    `required`: the same, and start-up checks fail without one; `off`: run unconfined (must be
+    chosen explicitly)."""
 
     mode: Literal["auto", "required", "off"] = "auto"
 
@@ -273,6 +296,33 @@ class SandboxConfig(Section):
         default_factory=lambda: ["bwrap", "unshare", "landlock"],
         description="Backends that may be used, in order of preference.",
     )
+    require: list[SandboxProperty] = Field(
+        default_factory=lambda: [
+            "no_network",
+            "read_only_host",
+            "hidden_host_files",
+            "no_host_sockets",
+            "unprivileged_user",
+            "limits",
+            "clean_environment",
+            "tree_kill",
+        ],
+        description="Properties the chosen backend must hold (manage.py check_sandbox).",
+    )
+    limits: SandboxLimitsConfig = SandboxLimitsConfig()
+    installation_root: str | None = Field(
+        default=None, description="The agentkit installation to hide; default: this checkout."
+    )
+    readable: list[str] = Field(default_factory=list, description="Extra read-only paths.")
+    hidden: list[str] = Field(default_factory=list, description="Extra hidden system paths.")
+
+    @field_validator("readable", "hidden")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        relative = [p for p in value if not os.path.isabs(p)]
+        if relative:
+            raise ValueError(f"paths must be absolute: {relative}")
+        return value
 
 
 class EvolutionConfig(Section):
