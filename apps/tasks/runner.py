@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
+from apps.evolution.services import PITFALLS_SECTION, evolution_schedule, pitfalls_for_task
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
@@ -122,13 +124,18 @@ class RunnerHooks(TaskHooks):
         self.task_id = task_id
 
     async def on_task_complete(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_failed(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
+
+
+def _finish_and_learn(task_id: int, result: TaskResult) -> None:
+    _finish(task_id, result)
+    evolution_schedule(task_id=task_id, outcome=result.status)  # never raises
 
 
 def _load(task_id: int) -> Task | None:
@@ -220,6 +227,11 @@ async def run_task(task_id: int) -> str:
     try:
         config = agent_config()
         agent_task = build_agent_task(task, config)
+        pitfalls = await sync_to_async(pitfalls_for_task, thread_sensitive=False)(
+            task=task, config=config.pitfalls
+        )  # "" when none, or when the store failed or was too slow (logged)
+        if pitfalls:
+            agent_task = replace(agent_task, context={PITFALLS_SECTION: pitfalls})
         gateway = Gateway(config)
         engine = build_engine(task, config, gateway)
         async with aclosing(engine.run(agent_task, cancel=token)) as events:
