@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apps.evolution.models import Lesson, Pitfall, PitfallStatus, PromptVersion
-from tests.evolution.conftest import GOAL, counter, drain, gives_up_config, run, restore_demo
+from tests.evolution.conftest import GOAL, counter, drain, gives_up_config, restore_demo, run
 from tests.tasks.factories import make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
