@@ -24,7 +24,8 @@ from apps.tasks.models import Task
 log = logging.getLogger(__name__)
 
 SECTION = "Pitfalls seen before"
-MAX_TERMS = 16
+MAX_TERMS = 8
+PROGRESS_OPS = 20_000  # SQLite VM steps between deadline checks (a check is a Python call)
 STOPWORDS = frozenset(
     [
         "a",
@@ -95,7 +96,7 @@ def pitfalls_search(
     *, workspace_id: int, opted_in: bool, goal: str, skill: str, config: PitfallsConfig
 ) -> list[int]:
     """Pitfall ids, best first. Raises RetrievalTimeout or DatabaseError."""
-    terms = query_terms(goal, skill)
+    terms = query_terms(skill, goal)  # the skill first: a long goal must not push it out
     if not terms or config.top_k == 0:
         return []
     severities = [
@@ -130,7 +131,7 @@ def _sqlite_bounded(sql: str, params: list, timeout_ms: int) -> list[int]:
     connection.ensure_connection()
     raw = connection.connection
     deadline = time.monotonic() + timeout_ms / 1000
-    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+    raw.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_OPS)
     try:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

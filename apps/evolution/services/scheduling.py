@@ -9,10 +9,12 @@ does not raise."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 
 import django_rq
+from redis import Redis
 from redis.exceptions import RedisError
 
 from apps.engine.config import EvolutionConfig
@@ -46,6 +48,22 @@ def evolution_decision(*, task_id: int, mode: str, outcome: str, config: Evoluti
     return "not_finished"  # cancelled: the user stopped it, nothing to learn
 
 
+def queue_settings() -> dict:
+    import django_rq.settings
+
+    return django_rq.settings.QUEUES[QUEUE]
+
+
+@functools.lru_cache(maxsize=4)
+def _connection(key: str) -> Redis:
+    """One connection pool per process (per queue settings), with short timeouts: a Redis that
+    does not answer must not hold up the end of a task."""
+    config = queue_settings()
+    if "URL" not in config:
+        return django_rq.get_connection(QUEUE)
+    return Redis.from_url(config["URL"], socket_connect_timeout=1.0, socket_timeout=2.0)
+
+
 def evolution_schedule(*, task_id: int, outcome: str) -> str:
     """Returns what happened: scheduled, dropped_backpressure, redis_unavailable, schedule_error,
     or the reason it was not scheduled (see evolution_decision)."""
@@ -58,7 +76,7 @@ def evolution_schedule(*, task_id: int, outcome: str) -> str:
         )
         if decision != "schedule":
             return decision
-        queue = django_rq.get_queue(QUEUE)
+        queue = django_rq.get_queue(QUEUE, connection=_connection(repr(queue_settings())))
         pending = queue.count
         if pending >= config.max_pending:
             log.warning(
