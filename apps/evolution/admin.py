@@ -5,6 +5,9 @@ validated like the agent's own (Pitfall.clean, PromptVersion.clean)."""
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from apps.evolution.models import (
     EvolutionCounter,
@@ -14,6 +17,7 @@ from apps.evolution.models import (
     PromptStatus,
     PromptVersion,
 )
+from apps.evolution.selectors import evolution_dashboard
 from apps.evolution.services.curation import (
     PITFALL_ACTIONS,
     pitfall_set_status,
@@ -102,6 +106,26 @@ class PitfallAdmin(WorkspaceScopedAdmin):
         "last_seen_at",
     )
     actions = ["approve", "reject", "retire", "activate", "share"]
+
+    def get_urls(self):
+        dashboard = self.admin_site.admin_view(self.dashboard_view)
+        return [
+            path("dashboard/", dashboard, name="evolution_dashboard"),
+            *super().get_urls(),
+        ]
+
+    def dashboard_view(self, request):
+        """Pitfalls over time, top pitfalls, hit counts, outcomes after injection."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        workspaces = visible_workspaces(request)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Evolution dashboard",
+            "workspaces": workspaces,
+            "dashboard": evolution_dashboard(workspaces=workspaces),
+        }
+        return TemplateResponse(request, "evolution/dashboard.html", context)
 
     def _status_action(self, request, queryset, name):
         self._apply(

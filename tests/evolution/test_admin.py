@@ -172,3 +172,30 @@ def test_prompt_versions_are_approved_before_activation_and_scoped(two_workspace
     act(client, "approve", hidden, url=url)
     hidden.refresh_from_db()
     assert hidden.status == "proposed"
+
+
+def test_dashboard_shows_top_pitfalls_hits_and_outcomes_of_visible_workspaces(two_workspaces):
+    from apps.evolution.models import PitfallInjection
+
+    a, b, in_a, in_b = two_workspaces
+    in_b.occurrences, in_b.hit_count = 4, 3
+    in_b.save()
+    user = make_user("owner")
+    for outcome in ("completed", "completed", "gave_up_after_reflections"):
+        PitfallInjection.objects.create(
+            pitfall=in_b, task=make_task(user, b, goal="g"), outcome=outcome
+        )
+    PitfallInjection.objects.create(pitfall=in_a, task=make_task(user, a, goal="g"))
+    _, client = staff_of("bea", b)
+
+    response = client.get(f"{PITFALLS}dashboard/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "beta yaml trap" in page and "alpha slugify trap" not in page
+    assert "<td>3</td><td>2</td><td>1</td><td>0</td>" in page  # injected, completed, failed
+    assert "1 active" in page
+    assert "Scheduling counters" not in page  # global figures: superusers only
+
+    outsider = Client()
+    outsider.force_login(make_user("nobody"))
+    assert outsider.get(f"{PITFALLS}dashboard/").status_code == 302  # to the admin login
