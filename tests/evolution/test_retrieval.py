@@ -109,6 +109,26 @@ def test_pitfalls_reach_the_first_llm_call_quoted_as_data_and_injections_are_rec
     assert hit.hit_count == 1
 
 
+def test_a_goal_with_no_similar_pitfall_adds_no_section(demo, config_file):
+    user, workspace, _ = demo
+    pitfall(workspace, "slug separators collapse")
+    with FakeLLMServer(script=["Done."]) as server:
+        entry = server.model_entry("openai")
+        config_file(
+            f"""
+            models:
+              main: {{provider: openai, model: {entry["model"]}, base_url: "{entry["base_url"]}"}}
+            """
+        )
+        task = make_task(user, workspace, goal="write a haiku about autumn", mode="react")
+        assert run(task) == "completed"
+        first = server.requests[0].body
+    system = first["messages"][0]["content"]
+    system = system if isinstance(system, str) else "".join(b["text"] for b in system)
+    assert "Pitfalls seen before" not in system and "slug" not in system
+    assert not PitfallInjection.objects.exists()
+
+
 def test_direct_chat_gets_no_pitfalls(tmp_path):
     ws = make_workspace("alpha", tmp_path)
     pitfall(ws, "slugify separators")

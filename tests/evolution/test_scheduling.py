@@ -114,3 +114,26 @@ def test_redis_down_is_logged_and_counted_and_the_task_still_ends(
     assert task.events.order_by("-seq").first().type == "task_finished"
     assert counter("redis_unavailable") == 1
     assert "Redis unavailable" in caplog.text
+
+
+def test_an_unexpected_scheduling_error_is_logged_counted_and_the_task_still_ends(
+    demo, config_file, evolution_queue, caplog
+):
+    from django.db import connection
+
+    user, workspace, _ = demo
+    config_file(gives_up_config())
+    task = make_task(user, workspace, goal=GOAL, mode="plan_exec")
+    with connection.cursor() as cursor:  # the evolution store breaks mid-run
+        cursor.execute("ALTER TABLE evolution_pitfallinjection RENAME TO injections_away")
+    try:
+        with caplog.at_level(logging.WARNING, logger="apps.evolution"):
+            assert run(task) == "gave_up_after_reflections"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE injections_away RENAME TO evolution_pitfallinjection")
+    task.refresh_from_db()
+    assert task.status == "gave_up_after_reflections"
+    assert task.events.order_by("-seq").first().type == "task_finished"
+    assert "scheduling for task" in caplog.text and counter("schedule_error") == 1
+    assert evolution_queue.count == 0
