@@ -273,6 +273,9 @@ class EvolutionConfig(Section):
     min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
     # Jobs waiting on queue `evolution` beyond this are dropped (logged and counted).
     max_pending: PositiveInt = 1000
+    # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
+    # candidate instead of the active one (stable hash of the task id). 0: never.
+    ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
 class PitfallsConfig(Section):

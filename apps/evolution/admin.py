@@ -8,6 +8,8 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.template.response import TemplateResponse
 from django.urls import path
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from apps.evolution.models import (
     EvolutionCounter,
@@ -24,6 +26,7 @@ from apps.evolution.services.curation import (
     pitfall_share,
     prompt_version_set_status,
 )
+from apps.evolution.services.prompts import prompt_ab_figures
 from apps.tasks.models import Workspace
 from apps.tasks.services import ApplicationError
 
@@ -158,10 +161,51 @@ class PitfallAdmin(WorkspaceScopedAdmin):
 
 @admin.register(PromptVersion)
 class PromptVersionAdmin(WorkspaceScopedAdmin):
-    list_display = ("__str__", "workspace", "status", "actor", "created_at")
+    list_display = ("__str__", "workspace", "status", "finished_runs", "actor", "created_at")
     list_filter = (WorkspaceFilter, "actor", "status", "target_kind")
     search_fields = ("text", "target_name")
-    provenance = ("actor", "actor_name", "evidence_pitfalls", "created_at", "updated_at")
+    provenance = (
+        "actor",
+        "actor_name",
+        "evidence_pitfalls",
+        "ab_comparison",
+        "created_at",
+        "updated_at",
+    )
+
+    @admin.display(description="finished runs")
+    def finished_runs(self, obj):
+        return obj.runs.exclude(outcome="").count()
+
+    @admin.display(description="A/B: this version vs the active one (finished runs)")
+    def ab_comparison(self, obj):
+        if obj.pk is None:
+            return "-"
+        header = (
+            "<tr><th>version</th><th>status</th><th>runs (n)</th><th>completed</th>"
+            "<th>verification passed / checked</th><th>mean reflections</th>"
+            "<th>mean tokens</th></tr>"
+        )
+        rows = format_html_join(
+            "",
+            "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td>"
+            "<td>{}</td></tr>",
+            (
+                (
+                    f.version_id,
+                    f.status,
+                    f.runs,
+                    f.completed,
+                    f.verification_passed,
+                    f.verification_runs,
+                    f.mean_reflections,
+                    f.mean_tokens,
+                )
+                for f in prompt_ab_figures(version=obj)
+            ),
+        )
+        return format_html("<table class='ab'>{}{}</table>", mark_safe(header), rows)
+
     actions = ["approve", "reject", "activate"]
 
     def _status_action(self, request, queryset, status, done):

@@ -177,6 +177,27 @@ class PitfallInjection(models.Model):
         ]
 
 
+class PromptRun(models.Model):
+    """A task that ran with a PromptVersion (the active one, or an approved candidate under
+    A/B), and how it ended: what the comparison in admin is computed from."""
+
+    class Arm(models.TextChoices):
+        ACTIVE = "active"
+        CANDIDATE = "candidate"
+
+    task = models.OneToOneField(Task, on_delete=models.CASCADE, related_name="prompt_run")
+    version = models.ForeignKey(PromptVersion, on_delete=models.CASCADE, related_name="runs")
+    arm = models.CharField(max_length=10, choices=Arm.choices)
+    outcome = models.CharField(max_length=32, blank=True, default="")
+    verification_passed = models.BooleanField(null=True, blank=True)
+    reflections = models.PositiveIntegerField(default=0)
+    tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
 class EvolutionCounter(models.Model):
     """Counts of what scheduling did (scheduled, sampled out, dropped: backpressure, redis_down)."""
 

@@ -32,7 +32,7 @@ from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
-from apps.evolution.services import PITFALLS_SECTION, evolution_schedule, pitfalls_for_task
+from apps.evolution.services import evolution_schedule, planning_context
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
@@ -227,11 +227,11 @@ async def run_task(task_id: int) -> str:
     try:
         config = agent_config()
         agent_task = build_agent_task(task, config)
-        pitfalls = await sync_to_async(pitfalls_for_task, thread_sensitive=False)(
-            task=task, config=config.pitfalls
-        )  # "" when none, or when the store failed or was too slow (logged)
-        if pitfalls:
-            agent_task = replace(agent_task, context={PITFALLS_SECTION: pitfalls})
+        context = await sync_to_async(planning_context, thread_sensitive=False)(
+            task=task, config=config
+        )  # pitfalls + approved prompt version; {} when none or the store failed (logged)
+        if context:
+            agent_task = replace(agent_task, context=context)
         gateway = Gateway(config)
         engine = build_engine(task, config, gateway)
         async with aclosing(engine.run(agent_task, cancel=token)) as events:

@@ -16,7 +16,7 @@ import time
 from django.db import DatabaseError, connection, transaction
 from django.db.models import F
 
-from apps.engine.config import PitfallsConfig
+from apps.engine.config import AgentkitConfig, PitfallsConfig
 from apps.evolution.models import SEVERITY_RANK, Pitfall, PitfallInjection
 from apps.evolution.services.counters import counter_increment
 from apps.tasks.models import Task
@@ -197,3 +197,17 @@ def pitfalls_for_task(*, task: Task, config: PitfallsConfig) -> str:
     )
     Pitfall.objects.filter(pk__in=ids).update(hit_count=F("hit_count") + 1)
     return render(chosen)
+
+
+def planning_context(*, task: Task, config: AgentkitConfig) -> dict[str, str]:
+    """Sections for the volatile block of a task about to run: "Pitfalls seen before" and the
+    workspace's approved prompt version for the task's skill or mode ({} when neither)."""
+    from apps.evolution.services.prompts import SECTION as GUIDANCE
+    from apps.evolution.services.prompts import prompt_for_task
+
+    sections = {SECTION: pitfalls_for_task(task=task, config=config.pitfalls)}
+    try:
+        sections[GUIDANCE] = prompt_for_task(task=task, config=config.evolution)
+    except DatabaseError:
+        log.warning("prompt version for task %s skipped: store unavailable", task.pk, exc_info=True)
+    return {name: text for name, text in sections.items() if text}

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from apps.engine.config import EvolutionConfig
 from apps.evolution.models import PitfallInjection
 from apps.evolution.services.counters import counter_increment
+from apps.evolution.services.prompts import prompt_run_finish
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
 
@@ -69,6 +70,10 @@ def evolution_schedule(*, task_id: int, outcome: str) -> str:
     or the reason it was not scheduled (see evolution_decision)."""
     try:
         PitfallInjection.objects.filter(task_id=task_id).update(outcome=outcome)
+        try:
+            prompt_run_finish(task_id=task_id, outcome=outcome)
+        except Exception:  # A/B bookkeeping must not keep the task from being learned from
+            log.warning("evolution: prompt run of task %s not recorded", task_id, exc_info=True)
         mode = Task.objects.filter(pk=task_id).values_list("mode", flat=True).first()
         config = agent_config().evolution
         decision = evolution_decision(
