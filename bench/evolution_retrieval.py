@@ -4,7 +4,8 @@
 In process, on a fresh SQLite file (migrated; FTS5 + BM25 as in production) and a real Redis
 (AGENTKIT_TEST_REDIS_URL from `make bench`, else a private one). Retrieval: `pitfalls_search`
 (the ranked query) and `pitfalls_for_task` (query + loading + recording the injection) for goals
-drawn from the pitfalls' own vocabulary. Scheduling: `evolution_schedule` for a failed task
+drawn from the pitfalls' own vocabulary. The pitfalls are a mix of statuses (1/4 candidate,
+1/2 active, 1/4 retired) and severities; only active ones are in the FTS5 index, as in production. Scheduling: `evolution_schedule` for a failed task
 (decision + queue length check + RQ enqueue + counter), and for a success that is sampled out.
 """
 

@@ -65,13 +65,19 @@ def test_top_3_active_high_pitfalls_most_similar_to_the_goal(tmp_path):
     assert len(search(ws, "slugify separators severity", medium)) == 3
 
 
-def test_edited_and_deleted_pitfalls_are_searched_as_they_are_now(tmp_path):
+def test_edited_retired_and_deleted_pitfalls_are_searched_as_they_are_now(tmp_path):
     ws = make_workspace("alpha", tmp_path)
     row = pitfall(ws, "yaml indentation breaks the loader")
     assert search(ws, "yaml loader") == [row.pk]
     row.trigger = "toml tables are overwritten"
     row.save()
     assert search(ws, "yaml loader") == [] and search(ws, "toml tables") == [row.pk]
+    row.status = "retired"  # only active pitfalls are in the index
+    row.save()
+    assert search(ws, "toml tables") == []
+    row.status = "active"
+    row.save()
+    assert search(ws, "toml tables") == [row.pk]
     row.delete()
     assert search(ws, "toml tables") == []
 
