@@ -326,16 +326,32 @@ class SandboxConfig(Section):
 
 
 class EvolutionConfig(Section):
+    """What apps.evolution learns from finished tasks (ARCHITECTURE.md section 3)."""
+
     enabled: bool = True
+    # Failures and gave_up_after_reflections are always reflected on; successes are sampled
+    # at this rate by a stable hash of the task id (the same task always gets the same answer).
     success_sample_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
-    observe_only: bool = False
+    # On: pitfalls are recorded but the optimizer proposes no prompt versions.
+    observe_only: bool = True
+    # Active pitfalls (of one skill or mode) that must agree before a PromptVersion is proposed.
     min_examples: PositiveInt = 3
-    pitfall_confidence_threshold: Annotated[float, Field(ge=0, le=1)] = 0.7
+    # A pitfall becomes active (retrievable) at this confidence; below it stays a candidate.
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
+    # Jobs waiting on queue `evolution` beyond this are dropped (logged and counted).
+    max_pending: PositiveInt = 1000
+    # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
+    # candidate instead of the active one (stable hash of the task id). 0: never.
+    ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
 class PitfallsConfig(Section):
+    """Retrieval of pitfalls into the volatile block of the prompt at planning."""
+
     top_k: NonNegInt = 3
     min_severity: Literal["low", "medium", "high"] = "high"
+    # Retrieval slower than this is abandoned with a warning; the task goes on without pitfalls.
+    timeout_ms: PositiveInt = 200
 
 
 class ExecutorConfig(Section):
