@@ -12,7 +12,6 @@
   const sendButton = $("#send");
   const composer = $("#composer");
   const composerError = $("#composer-error");
-  const MAX_CHARS = Number(composer.dataset.maxChars || 0);
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
   const STREAM_RENDER_MS = 80;  // a streaming bubble re-renders at most this often
   const THINKING_AFTER_MS = 700;
@@ -336,6 +335,7 @@
 
   // ── composer: nothing typed is lost ──────────────────────────────────────────────────────────
   function composerCheck() {
+    const MAX_CHARS = Number(composer.dataset.maxChars || 0);  // the server's limit, read per check
     const length = box.value.length;
     const over = MAX_CHARS && length > MAX_CHARS;
     sendButton.disabled = !box.value.trim() || over;
