@@ -10,6 +10,9 @@ from django.utils.text import Truncator
 from apps.tasks.models import ApiToken, Task, TaskEvent, Workspace
 from apps.tasks.services import api_token_revoke, task_request_cancel
 
+# The app list sidebar squeezes the task and event lists; the breadcrumbs and home page remain.
+admin.site.enable_nav_sidebar = False
+
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
@@ -86,7 +89,7 @@ class TaskAdmin(ReadOnlyAdmin):
 
     @admin.display(description="goal")
     def short_goal(self, task):
-        return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(70)
+        return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(60)
 
     @admin.display(description="cost", ordering="cost")
     def cost_display(self, task):
