@@ -240,9 +240,24 @@
     if (handler) {
       try { if (render[ev.type]) handler(view, ev); else handler(ev, view); } catch (err) { console.error(err); }
     }
-    const nearBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 200;
-    if (nearBottom || ev.type === "task_started") messages.scrollTop = messages.scrollHeight;
-    if (state.current === ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
+    if (ev.type === "task_started") state.forceScroll = true;
+    scheduleScroll();
+    if (state.current === ev.task_id && location.hash !== "#task-" + ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
+  }
+
+  // Follow the stream once per frame (not per event: reading the layout per event costs a
+  // whole-pane layout each time), and only when the reader is at the bottom already.
+  let scrollQueued = false;
+  let wasAtBottom = true;
+  messages.addEventListener("scroll", () => { wasAtBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 200; }, { passive: true });
+  function scheduleScroll() {
+    if (scrollQueued) return;
+    scrollQueued = true;
+    requestAnimationFrame(() => {
+      scrollQueued = false;
+      if (wasAtBottom || state.forceScroll) messages.scrollTop = messages.scrollHeight;
+      state.forceScroll = false;
+    });
   }
 
   // Errors that answer a frame (not a task event): a rejected message goes back into the box.
