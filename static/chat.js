@@ -93,7 +93,9 @@
     const thinking = el("div", { class: "thinking", "data-role": "thinking", role: "status", hidden: "", text: "thinking…" });
     const footer = el("footer", { class: "task-footer", "data-role": "usage" });
     root.append(header, body, thinking, footer);
-    messages.append(root);
+    // Tasks are shown in the order they were created, whichever was opened first.
+    const later = [...messages.querySelectorAll(":scope > article.task")].find((a) => Number(a.dataset.taskId) > taskId);
+    messages.insertBefore(root, later || null);
     view = state.tasks[taskId] = {
       id: taskId, root, header, body, thinking, footer, lastSeq: 0, text: null, cards: {}, streamedSteps: new Set(),
       status: "queued", startedAt: null, finishedAt: null, lastEventAt: 0, editedFiles: 0,
