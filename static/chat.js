@@ -104,6 +104,18 @@
     return view;
   }
 
+  // The pane shows one task at a time: the one opened from the history, or the one just sent.
+  // Other tasks keep their (detached) views up to date, so switching back costs nothing.
+  function showOnly(view) {
+    for (const node of [...messages.children]) if (!view || node !== view.root) node.remove();
+    if (view && !view.root.isConnected) messages.append(view.root);
+    if (view) state.current = view.id;
+  }
+  function showPending() {
+    showOnly(null);
+    messages.append(el("div", { class: "pending-task", role: "status", text: "Starting the task…" }));
+  }
+
   function meta(view, role, text) { view.header.querySelector("[data-role=" + role + "]").textContent = text; }
 
   function setStatus(view, status) {
@@ -150,7 +162,7 @@
       if (ev.data.goal) view.body.append(el("div", { class: "bubble user", text: ev.data.goal }));
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
-      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { state.current = ev.task_id; state.awaitingNew = false; state.sent = null; refreshHistory(); }
+      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; refreshHistory(); }
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     token(view, ev) {
@@ -216,7 +228,11 @@
       if (typeof ev.data.steps === "number") meta(view, "steps", "step " + ev.data.steps);
       showUsage(view, ev.data.usage || {}, ev.data.cost);
       tickClock(view);
-      if (status === "cancelled") view.body.append(el("div", { class: "bubble notice", role: "status", text: view.cancelRequested === false ? "Cancelled." : "Cancelled by the user." }));
+      if (status === "cancelled") {
+        const err = ev.data.error || {};
+        const text = err.error_code === "interrupted" ? "Stopped: " + (err.message || "the run was interrupted.") : "Cancelled by the user.";
+        view.body.append(el("div", { class: "bubble notice", role: "status", text }));
+      }
       refreshHistory();
     },
   };
@@ -270,6 +286,7 @@
       if (!box.value.trim()) box.value = state.sent.text;
       state.sent = null;
       state.awaitingNew = false;
+      showOnly(state.tasks[state.previous] || null);
       showComposerError(text);
       return;
     }
@@ -331,7 +348,8 @@
     const view = taskView(taskId);
     if (info && info.owner === false) view.owner = false;
     if (fresh) send({ type: "resume", task_id: taskId, after_seq: 0 });
-    view.root.scrollIntoView({ block: "start" });
+    showOnly(view);
+    messages.scrollTop = 0;
     history.replaceState(null, "", "#task-" + taskId);
   }
 
@@ -378,7 +396,9 @@
       return;
     }
     state.awaitingNew = true;
+    state.previous = state.current;
     state.sent = { text: box.value, frame };
+    showPending();
     showComposerError("");
     send(frame);
     box.value = "";
@@ -389,7 +409,7 @@
   });
 
   const fromHash = /^#task-(\d+)$/.exec(location.hash);
-  if (fromHash) { state.current = Number(fromHash[1]); taskView(state.current); }
+  if (fromHash) { state.current = Number(fromHash[1]); showOnly(taskView(state.current)); }
   state.openedFromHash = Boolean(fromHash);
   composerCheck();
   connect();

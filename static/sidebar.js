@@ -28,7 +28,7 @@
       if (first) {
         first = false;
         for (const t of data.tasks) chat.state.maxTaskId = Math.max(chat.state.maxTaskId || 0, t.id);
-        if (!chat.state.openedFromHash && data.tasks.length && !chat.state.current && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
+        if (!chat.state.openedFromHash && data.tasks.length && !chat.state.current && !chat.state.awaitingNew && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
       }
     } catch (err) { /* offline: keep the old list */ }
   }
@@ -47,7 +47,14 @@
           el("time", { datetime: t.created_at, text: when(t.created_at) }),
           el("span", { class: "mode", text: t.mode }),
           el("span", { class: "badge status-" + t.status, text: t.status })));
-      a.addEventListener("click", (e) => { e.preventDefault(); chat.openTask(t.id, t); document.body.classList.remove("sidebar-open"); });
+      a.addEventListener("click", (e) => {
+        e.preventDefault();
+        chat.openTask(t.id, t);
+        for (const other of list.querySelectorAll("[aria-current]")) other.removeAttribute("aria-current");
+        a.setAttribute("aria-current", "true");
+        document.body.classList.remove("sidebar-open");
+      });
+      if (t.id === chat.state.current) a.setAttribute("aria-current", "true");
       list.append(el("li", { "data-task-id": String(t.id), "data-conversation": conv == null ? "" : String(conv) }, a));
     }
   }

@@ -230,3 +230,24 @@ def test_history_search_open_and_delete(page: Page, server, artifacts):
     expect(task).to_have_count(0)
     page.locator("#task-search").fill("zebras")
     expect(history).to_contain_text("No task matches")
+
+
+def test_a_workspace_from_an_uploaded_zip_is_created_and_selected(page: Page, server, artifacts):
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zf:
+        zf.writestr("proj/app.py", "print('hi')\n")
+    log_in(page, server)
+    page.get_by_text("Workspaces", exact=True).click()
+    expect(page.locator("#ws-dir-disabled")).to_contain_text("workspaces.allowed_roots")
+    form = page.locator("#ws-upload")
+    form.get_by_label("Name").fill("uploaded")
+    form.get_by_label("Archive").set_input_files(
+        files=[{"name": "proj.zip", "mimeType": "application/zip", "buffer": buffer.getvalue()}]
+    )
+    form.get_by_role("button", name="Upload").click()
+    expect(page.locator("#ws-status")).to_contain_text("“uploaded” is ready and selected")
+    expect(page.locator("#workspace option:checked")).to_have_text("uploaded")
+    page.screenshot(path=str(artifacts / "chat-workspace-uploaded.png"))
