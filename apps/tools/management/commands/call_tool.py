@@ -41,8 +41,8 @@ class Command(BaseCommand):
         workspace = _workspace_dir(options["workspace"])
         if not workspace.is_dir():
             raise CommandError(
-                f"--workspace {workspace} is neither a workspace name nor a directory; give a "
-                "name from the admin's workspace list or an existing directory"
+                f"--workspace {workspace} is not a directory, nor the name of a workspace; give "
+                "an existing directory or a workspace name (admin lists them)"
             )
         try:
             arguments = json.loads(options["tool_arguments"])
