@@ -283,7 +283,7 @@
     const e = (ev.data && ev.data.error_struct) || {};
     const text = "[" + (e.error_code || "error") + "] " + (e.message || "");
     if (state.sent && (ev.task_id == null)) {
-      if (!box.value.trim()) box.value = state.sent.text;
+      if (!box.value.trim()) { box.value = state.sent.text; composerCheck(); }
       state.sent = null;
       state.awaitingNew = false;
       showOnly(state.tasks[state.previous] || null);

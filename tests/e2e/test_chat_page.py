@@ -165,6 +165,7 @@ def test_a_rejected_message_stays_in_the_box_with_the_reason(page: Page, server,
     page.keyboard.press("Control+Enter")
     expect(page.locator("#composer-error")).to_contain_text("workspace not found")
     expect(page.locator("#message")).to_have_value("fix it please")
+    expect(page.get_by_role("button", name="Send")).to_be_enabled()  # it can be sent again
     page.screenshot(path=str(artifacts / "chat-rejected-message.png"))
     # Not connected: kept, with the reason.
     page.route("**/ws/chat/", lambda route: route.abort())
@@ -181,10 +182,13 @@ def test_layout_fits_the_screen_and_keeps_the_composer_visible(
 ):
     page.set_viewport_size({"width": width, "height": 760})
     log_in(page, server)
-    page.wait_for_load_state("networkidle")
-    task = page.locator("article.task").first  # the page opens on the most recent task
-    expect(task).to_be_visible(timeout=10_000)
-    expect(task.locator(".bubble.user")).to_be_visible(timeout=10_000)
+    send(page, "show me some markdown " + "with-a-very-long-unbroken-word" * 8, mode="direct_chat")
+    task = page.locator("article.task")
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    newest = task.get_attribute("data-task-id")
+    page.goto(f"{server.url}/")  # no #task-N: the page opens on the most recent task
+    expect(task).to_have_attribute("data-task-id", newest)
+    expect(task.locator(".bubble.assistant pre code")).to_be_visible(timeout=10_000)
     page.locator("#message").fill("a " * 400)
     assert no_horizontal_overflow(page)
     assert composer_visible(page)
@@ -194,6 +198,7 @@ def test_layout_fits_the_screen_and_keeps_the_composer_visible(
     if width == 360:
         page.get_by_role("button", name="☰ Tasks").click()
         expect(page.locator("#task-search")).to_be_focused()
+        page.wait_for_timeout(300)  # the drawer's slide-in
         assert no_horizontal_overflow(page)
         page.screenshot(path=str(artifacts / "chat-360px-history.png"))
 
