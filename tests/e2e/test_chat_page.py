@@ -256,3 +256,24 @@ def test_a_workspace_from_an_uploaded_zip_is_created_and_selected(page: Page, se
     expect(page.locator("#ws-status")).to_contain_text("“uploaded” is ready and selected")
     expect(page.locator("#workspace option:checked")).to_have_text("uploaded")
     page.screenshot(path=str(artifacts / "chat-workspace-uploaded.png"))
+
+
+def test_thinking_shows_between_events_and_goes_at_the_end(page: Page, server):
+    log_in(page, server)
+    page.wait_for_function("window.agentkitSocket.opens >= 1")
+    event = {"task_id": 987654, "ts": "2026-01-01T00:00:00Z"}
+    started = {**event, "type": "task_started", "seq": 1, "data": {"goal": "g", "model": "main"}}
+    page.evaluate("ev => window.agentkitSocket.inject(ev)", started)
+    task = page.locator('article.task[data-task-id="987654"]')
+    thinking = task.locator("[data-role=thinking]")
+    expect(thinking).to_be_hidden()  # an event just arrived
+    expect(thinking).to_be_visible(timeout=3_000)  # nothing for a while: the model is working
+    expect(thinking).to_have_text("thinking…")
+    token = {**event, "type": "token", "seq": 2, "data": {"step": 1, "text": "hi"}}
+    page.evaluate("ev => window.agentkitSocket.inject(ev)", token)
+    expect(thinking).to_be_hidden()
+    finished = {**event, "type": "task_finished", "seq": 3, "data": {"status": "completed"}}
+    page.evaluate("ev => window.agentkitSocket.inject(ev)", finished)
+    page.wait_for_timeout(1_500)
+    expect(thinking).to_be_hidden()
+    expect(task.get_by_role("button", name="Stop")).to_be_hidden()
