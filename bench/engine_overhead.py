@@ -6,6 +6,11 @@ waiting on the model's stream, divided by the steps: the loop, events, delta bat
 validation, loop detection, conversation bookkeeping. Measured with the scripted provider in
 process, and over HTTP against the fake LLM server running in its own process.
 
+plan_exec row: the same task as a plan_exec run, so every step also goes through the phase
+machinery (budget and auto-advance bookkeeping before the step, the whitelist check before the
+tool runs, the shell-filter binding around it); react and plan_exec tasks alternate so machine
+load hits both alike. The target: plan_exec's per-step overhead within 10 % of react's.
+
 Peak memory: tracemalloc over one 200-step task in process (the scripted provider's own log of
 requests is cleared after each call, so the figure is the engine's and the conversation's).
 """
@@ -23,6 +28,7 @@ from pathlib import Path
 from apps.engine.config import parse_config
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.phases import PhasePolicy, PhaseState
 from apps.engine.task import AgentTask
 from apps.engine.tools import Tool, ToolResult, ToolSet
 from bench._harness import report, summarize
@@ -78,13 +84,23 @@ class TimedModel:
             self.after_call()
 
 
-async def run_task(gateway, cfg, steps: int, *, after_call=None) -> tuple[float, float, int]:
+# plan_exec: noop allowed in every phase, so the run stays in planning and each step is checked.
+NOOP_POLICY = PhasePolicy(
+    whitelist={phase: frozenset({"noop"}) for phase in PhaseState},
+    command_filter={phase: None for phase in PhaseState},
+)
+
+
+async def run_task(
+    gateway, cfg, steps: int, *, after_call=None, mode: str = "react"
+) -> tuple[float, float, int]:
     """(wall seconds, seconds waiting on the model, events) for one task of `steps` tool calls."""
     model = TimedModel(gateway, after_call=after_call)
-    engine = ReActEngine(model, ToolSet([NoopTool()]), cfg)
+    engine = ReActEngine(model, ToolSet([NoopTool()]), cfg, phase_policy=NOOP_POLICY)
     started = time.perf_counter()
     events = 0
-    async for event in engine.run(AgentTask(task_id=1, goal="go", max_steps=steps + 1)):
+    task = AgentTask(task_id=1, goal="go", max_steps=steps + 1, mode=mode)
+    async for event in engine.run(task):
         events += 1
         last = event
     wall = time.perf_counter() - started
@@ -99,6 +115,11 @@ def config(models: dict | None = None, max_steps: int = 1000):
             **({"models": models} if models else {}),
             "react": {"max_steps": max_steps},
             "llm": {"retries": {"max_attempts": 1}},
+            # plan_exec row: budgets counted every step but never reached; no verifier is given.
+            "plan_exec": {
+                "auto_advance_after_steps": None,
+                "phase_budgets": {"think": 10_000, "verify": 10_000},
+            },
         }
     )
 
@@ -113,15 +134,48 @@ def per_step_us(samples: list[tuple[float, float, int]], steps: int) -> dict:
     }
 
 
-async def in_process() -> dict:
+async def in_process() -> tuple[dict, dict, float]:
+    """(react, plan_exec, median of the paired ratios): the two kinds of task alternate, and
+    each plan_exec task is compared with the react task run just before it, so that a load
+    change on a shared machine moves both sides of a ratio alike."""
     cfg = config()
     gateway = Gateway.for_script(script(STEPS_PER_TASK), config=cfg)
     provider = gateway.provider(cfg.llm.main)
-    samples = []
+    samples: dict[str, list] = {"react": [], "plan_exec": []}
     for _ in range(TASKS_IN_PROCESS + 3):
-        samples.append(await run_task(gateway, cfg, STEPS_PER_TASK))
-        provider.reset()
-    return per_step_us(samples[3:], STEPS_PER_TASK)  # the first runs warm up imports and caches
+        for mode in samples:
+            samples[mode].append(await run_task(gateway, cfg, STEPS_PER_TASK, mode=mode))
+            provider.reset()
+    # the first runs warm up imports and caches
+    react, plan = samples["react"][3:], samples["plan_exec"][3:]
+    ratios = [(pw - pm) / (rw - rm) for (rw, rm, _), (pw, pm, _) in zip(react, plan, strict=True)]
+    return (
+        per_step_us(react, STEPS_PER_TASK),
+        per_step_us(plan, STEPS_PER_TASK),
+        statistics.median(ratios),
+    )
+
+
+def phase_checks_us(steps: int = 20_000) -> float:
+    """What plan_exec adds to a step on its own, in a tight loop: the step's bookkeeping, the
+    whitelist check of its tool call, the shell-filter binding around the call."""
+    from apps.engine.llm.types import ToolCall
+    from apps.engine.phases import (
+        Budgets,
+        PhaseTracker,
+        bind_command_filter,
+        gate_call,
+        reset_command_filter,
+    )
+
+    tracker = PhaseTracker.start(NOOP_POLICY, Budgets(10**9, 10**9, 1))
+    call, known = ToolCall("c", "noop", {}), {"noop"}
+    started = time.perf_counter()
+    for step in range(1, steps + 1):
+        tracker.begin_step(step)
+        gate_call(tracker, call, known)
+        reset_command_filter(bind_command_filter(tracker))
+    return (time.perf_counter() - started) / steps * 1e6
 
 
 async def over_http(base_url: str) -> dict:
@@ -153,7 +207,15 @@ async def peak_memory() -> dict:
 def main() -> dict:
     from tests.fakes.llm_server import running_in_subprocess
 
-    figures = {"steps_per_task": STEPS_PER_TASK, "in_process": asyncio.run(in_process())}
+    react, plan_exec, ratio = asyncio.run(in_process())
+    checks = phase_checks_us()
+    figures = {
+        "steps_per_task": STEPS_PER_TASK,
+        "in_process": react,
+        "plan_exec_in_process": plan_exec,
+        "plan_exec_overhead_ratio": round(ratio, 3),
+        "plan_exec_phase_checks_us": round(checks, 2),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "script.json"
         path.write_text(json.dumps(script(STEPS_PER_TASK)))  # JSON is YAML
@@ -165,6 +227,12 @@ def main() -> dict:
         ("in-process overhead / step (median)", f"{inproc['overhead_us']['median']:.1f} µs"),
         ("in-process overhead / step (p90)", f"{inproc['overhead_us']['p90']:.1f} µs"),
         ("in-process wall / step (median)", f"{inproc['wall_us']['median']:.1f} µs"),
+        (
+            "plan_exec in-process overhead / step (median)",
+            f"{plan_exec['overhead_us']['median']:.1f} µs",
+        ),
+        ("plan_exec / react overhead (median of pairs)", f"{ratio:.2f}x (target <= 1.10x)"),
+        ("plan_exec phase checks alone / step", f"{checks:.2f} µs"),
         ("HTTP overhead / step (median)", f"{http['overhead_us']['median']:.1f} µs"),
         ("HTTP wall / step (median)", f"{http['wall_us']['median']:.1f} µs"),
         (f"peak memory, {memory['steps']}-step task", f"{memory['peak_kib']:.0f} KiB"),

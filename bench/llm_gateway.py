@@ -9,6 +9,10 @@
    An in-process scripted call is timed too, for reference.
 2. Parsing. A recorded stream of each protocol (built by the fake server's wire module) goes
    through `SSEDecoder` + the provider's `accumulate`, fed in 4 KiB network-sized pieces.
+3. Long lines. One `data:` line of 25, 50, 100, 200 and 400 KB fed to `SSEDecoder` in 48-byte
+   pieces (a slow server streaming one big JSON chunk). The decoder is linear when the time per
+   KB stays flat: `linearity` is the time per KB of the longest line over that of the shortest
+   (about 1 when linear; a quadratic decoder gives about 16 for 25 → 400 KB).
 
 Run: `.venv/bin/python -m bench llm_gateway` (writes bench/results/llm_gateway.json).
 """
@@ -39,6 +43,9 @@ CALLS = 150
 WARMUP = 10
 PARSE_CHUNKS = 5000
 PARSE_ROUNDS = 15
+LONG_LINE_KB = (25, 50, 100, 200, 400)
+LONG_LINE_PIECE = 48
+LONG_LINE_ROUNDS = 7
 
 
 def request() -> ChatRequest:
@@ -156,6 +163,33 @@ def measure_parsing() -> dict:
     return figures
 
 
+def measure_long_lines() -> dict:
+    sizes = {}
+    for kb in LONG_LINE_KB:
+        payload = "x" * (kb * 1000)
+        data = f"data: {payload}\n\n".encode()
+        pieces = [data[i : i + LONG_LINE_PIECE] for i in range(0, len(data), LONG_LINE_PIECE)]
+        times = []
+        for _ in range(LONG_LINE_ROUNDS):
+            decoder = SSEDecoder()
+            started = time.perf_counter()
+            events = [event for piece in pieces for event in decoder.feed(piece)]
+            times.append((time.perf_counter() - started) * 1000)
+            assert len(events) == 1 and len(events[0].data) == len(payload)
+        best = min(times)
+        sizes[f"{kb}_kb"] = {
+            "median_ms": statistics.median(times),
+            "best_ms": best,
+            "best_us_per_kb": best * 1000 / kb,
+        }
+    first, last = sizes[f"{LONG_LINE_KB[0]}_kb"], sizes[f"{LONG_LINE_KB[-1]}_kb"]
+    return {
+        "piece_bytes": LONG_LINE_PIECE,
+        "sizes": sizes,
+        "linearity": last["best_us_per_kb"] / first["best_us_per_kb"],
+    }
+
+
 def main() -> dict:
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "bench.yaml"
@@ -163,7 +197,14 @@ def main() -> dict:
         with running_in_subprocess(script=script) as base_url:
             overhead = asyncio.run(measure_overhead(base_url))
     parsing = measure_parsing()
-    figures = {"calls": CALLS, "reply_words": WORDS, "overhead": overhead, "parsing": parsing}
+    long_lines = measure_long_lines()
+    figures = {
+        "calls": CALLS,
+        "reply_words": WORDS,
+        "overhead": overhead,
+        "parsing": parsing,
+        "long_lines": long_lines,
+    }
     rows = []
     for alias in ("openai", "anthropic"):
         o = overhead[alias]
@@ -187,6 +228,17 @@ def main() -> dict:
                 f"{p['chunks_per_second_best']:,.0f} best ({p['megabytes_per_second']:.1f} MB/s)",
             )
         )
+    rows.append(
+        (
+            f"one long data: line in {LONG_LINE_PIECE}-byte pieces, best",
+            ", ".join(
+                f"{kb} KB {long_lines['sizes'][f'{kb}_kb']['best_ms']:.1f} ms"
+                for kb in LONG_LINE_KB
+            )
+            + f"; µs/KB {LONG_LINE_KB[-1]} KB ÷ {LONG_LINE_KB[0]} KB = "
+            f"{long_lines['linearity']:.2f} (1 = linear)",
+        )
+    )
     report("llm_gateway", json.loads(json.dumps(figures)), table=rows)
     return figures
 

@@ -104,28 +104,64 @@ stop_pids() {
   return 0
 }
 
-ensure_chromium() {
-  if [ -x /usr/bin/chromium ]; then return 0; fi
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing Chromium from Debian (apt-get install chromium)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 ||
-      { DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; } ||
-      die "apt-get install chromium failed"
+# apt_install PACKAGE...: install Debian packages; fails when not root, without apt-get, or when
+# the install fails (its output goes to var/apt-install.log).
+apt_install() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 1
+  say "installing $* from Debian (apt-get install $*)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >"$VAR/apt-install.log" 2>&1 ||
+    { DEBIAN_FRONTEND=noninteractive apt-get update -q >>"$VAR/apt-install.log" 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >>"$VAR/apt-install.log" 2>&1; }
+}
+
+# Why an apt_install could not help, for the error message.
+apt_hint() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "not root, so it was not installed"
+  elif ! command -v apt-get >/dev/null 2>&1; then
+    echo "no apt-get here, so it was not installed"
   else
-    die "browser tests need /usr/bin/chromium. Install it as root: 'sudo apt-get install chromium' (Debian/Ubuntu), then run 'make test' again."
+    echo "apt-get install failed (log: var/apt-install.log)"
   fi
 }
 
-# Optional: bubblewrap makes the sandbox strongest; install it when we can, never require root.
+# Required by the browser tests (make test).
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  apt_install chromium && [ -x /usr/bin/chromium ] && return 0
+  die "the browser tests need Chromium at /usr/bin/chromium: $(apt_hint). Install it as root ('sudo apt-get install chromium' on Debian/Ubuntu), then run 'make test' again."
+}
+
+# bubblewrap is the strongest sandbox backend. `ensure_bubblewrap required` (make test: the
+# sandbox tests run every backend) stops with advice when it is missing and cannot be installed;
+# without `required` (make run) the sandbox falls back to unshare/Landlock.
 ensure_bubblewrap() {
   command -v bwrap >/dev/null 2>&1 && return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing bubblewrap from Debian (sandbox backend)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 ||
-      { DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 &&
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1; } ||
-      say "could not install bubblewrap; the sandbox falls back to unshare/Landlock"
+  apt_install bubblewrap && command -v bwrap >/dev/null 2>&1 && return 0
+  if [ "${1:-}" = required ]; then
+    die "the sandbox tests need bubblewrap (bwrap): $(apt_hint). Install it as root ('sudo apt-get install bubblewrap' on Debian/Ubuntu), then run 'make test' again."
   fi
+  [ "$(id -u)" = 0 ] && say "could not install bubblewrap; the sandbox falls back to unshare/Landlock"
   return 0
+}
+
+# PostgreSQL server binaries (initdb, pg_ctl), as tests/support.py postgres_bin_dir finds them:
+# initdb on PATH, else /usr/lib/postgresql/*/bin.
+postgres_bin_dir() {
+  local dir
+  if command -v initdb >/dev/null 2>&1; then
+    dir="$(dirname "$(readlink -f "$(command -v initdb)")")"
+    [ -x "$dir/pg_ctl" ] && { echo "$dir"; return 0; }
+  fi
+  for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+    [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ] && { echo "$dir"; return 0; }
+  done
+  return 1
+}
+
+# Required by tests/test_postgres.py (make test), which starts a private cluster.
+ensure_postgresql() {
+  postgres_bin_dir >/dev/null && return 0
+  apt_install postgresql && postgres_bin_dir >/dev/null && return 0
+  die "tests/test_postgres.py needs a PostgreSQL server (initdb, pg_ctl): $(apt_hint). Install it as root ('sudo apt-get install postgresql' on Debian/Ubuntu), then run 'make test' again."
 }

@@ -7,14 +7,21 @@ cd "$ROOT"
 
 PORT="${PORT:-8000}"
 CHILDREN=()
+REDIS_PID=""
 # Children inherit this marker, so tests (and you: grep it in /proc/*/environ) can find strays.
 export AGENTKIT_RUN_ID="${AGENTKIT_RUN_ID:-run-$$-$(date +%s)}"
 
 cleanup() {
   trap - INT TERM EXIT
-  if [ "${#CHILDREN[@]}" -gt 0 ]; then
-    say "stopping ${#CHILDREN[@]} process(es): ${CHILDREN[*]}"
-    stop_pids "${CHILDREN[@]}"
+  # REDIS_PID as well: start_redis sets it the moment Redis starts, before Redis is up and added
+  # to CHILDREN (a Ctrl-C in between must not leave it running).
+  local pids=("${CHILDREN[@]}")
+  if [ -n "${REDIS_PID:-}" ] && [[ " ${CHILDREN[*]} " != *" $REDIS_PID "* ]]; then
+    pids+=("$REDIS_PID")
+  fi
+  if [ "${#pids[@]}" -gt 0 ]; then
+    say "stopping ${#pids[@]} process(es): ${pids[*]}"
+    stop_pids "${pids[@]}"
   fi
 }
 trap 'cleanup; exit 130' INT

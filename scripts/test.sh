@@ -7,7 +7,8 @@ cd "$ROOT"
 
 ensure_venv
 ensure_chromium
-ensure_bubblewrap
+ensure_bubblewrap required
+ensure_postgresql
 
 REDIS_PID=""
 cleanup() { trap - INT TERM EXIT; [ -n "$REDIS_PID" ] && stop_pids "$REDIS_PID"; }

@@ -1,6 +1,7 @@
-// agentkit chat page: one WebSocket to /ws/chat/, events rendered by type. A type chat.js does
-// not handle goes to window.agentkitRenderers[type](event, view) when some script defines it
-// (phases.js does); other unknown types are ignored. The socket reconnects with backoff and
+// agentkit chat page: one WebSocket to /ws/chat/, events rendered by type. After its own
+// renderer (if any), chat.js calls window.agentkitRenderers[type](view, ev) when some script
+// defines one (phases.js does); `view` is the task's {root, header, body, footer, setStatus, el}.
+// Other unknown types are ignored. The socket reconnects with backoff and
 // resumes each task from the last seq it saw, so a reload or a dropped connection never loses or
 // repeats an event. Answers are Markdown (markdown.js), re-rendered per bubble and throttled while
 // they stream, so the page's cost does not grow with the number of events on it.
@@ -121,7 +122,7 @@
   function setStatus(view, status) {
     view.status = status;
     const badge = view.root.querySelector("[data-role=status]");
-    badge.textContent = status;
+    badge.textContent = (window.agentkitStatusLabel || String)(status);
     badge.className = "badge status-" + status;
     const finished = FINISHED.includes(status);
     view.root.querySelector("[data-role=stop]").hidden = finished;
@@ -162,7 +163,8 @@
       if (ev.data.goal) view.body.append(el("div", { class: "bubble user", text: ev.data.goal }));
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
-      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; refreshHistory(); }
+      conversations.started(ev);  // issue 13
+      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; conversations.follow(ev.task_id); refreshHistory(); }
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     token(view, ev) {
@@ -227,6 +229,7 @@
       setStatus(view, status);
       if (typeof ev.data.steps === "number") meta(view, "steps", "step " + ev.data.steps);
       showUsage(view, ev.data.usage || {}, ev.data.cost);
+      conversations.usageFooter(view, ev);  // issue 13: cache writes, hit rate, conversation totals
       tickClock(view);
       if (status === "cancelled") {
         const err = ev.data.error || {};
@@ -254,9 +257,8 @@
     (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
     if (typeof ev.data.step === "number") meta(view, "steps", "step " + ev.data.step);
     if (ev.type !== "task_finished" && ev.data.usage) showUsage(view, ev.data.usage, ev.data.cost);
-    const handler = render[ev.type] || window.agentkitRenderers[ev.type];
-    if (handler) {
-      try { if (render[ev.type]) handler(view, ev); else handler(ev, view); } catch (err) { console.error(err); }
+    for (const handler of [render[ev.type], window.agentkitRenderers[ev.type]]) {
+      if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
     }
     if (ev.type === "task_started") state.forceScroll = true;
     scheduleScroll();
@@ -294,6 +296,52 @@
   }
 
   function showComposerError(text) { composerError.textContent = text; composer.classList.toggle("has-error", Boolean(text)); }
+
+  // ── conversations (issue 13) ── follow-ups continue the conversation of the task on screen
+  // ("conversation" in the user_message frame); "New conversation" starts a fresh one; the
+  // sidebar groups tasks by conversation; the footer shows cache reads/writes, the hit rate and
+  // the conversation's totals.
+  const conversations = {
+    current: null,          // conversation id that new messages continue; null = start a new one
+    byTask: {},             // task id -> conversation id
+    started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
+    follow(taskId) { this.current = this.byTask[taskId] || null; },
+    decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
+    startNew() {
+      this.current = null;
+      showOnly(null);
+      state.current = null;
+      messages.append(el("div", { class: "conversation-divider", role: "status", text: "New conversation" }));
+      box.focus();
+    },
+    percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
+    usageFooter(view, ev) {
+      const u = ev.data.usage || {};
+      view.footer.textContent += " · cache read " + (u.cache_read_tokens || 0) + ", written " + (u.cache_write_tokens || 0) + ", hit " + this.percent(u.cache_read_tokens || 0, u.input_tokens || 0);
+      const id = this.byTask[ev.task_id];
+      if (!id) return;
+      fetch("/api/conversations/" + id, { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).then((c) => {
+        if (!c) return;
+        const total = el("span", { class: "conversation-usage", "data-role": "conversation-usage",
+          text: " · conversation: " + c.tasks.length + " turn(s), tokens in " + c.usage.input_tokens + ", hit " + this.percent(c.usage.cache_read_tokens, c.usage.input_tokens) + " · $" + (c.usage.cost || 0).toFixed(4) });
+        const old = view.footer.querySelector("[data-role=conversation-usage]");
+        if (old) old.replaceWith(total); else view.footer.append(total);
+      }).catch(() => {});
+    },
+  };
+  window.agentkitChat.conversations = conversations;
+  window.agentkitChat.composerFrame = (frame) => conversations.decorate(frame);
+  render.compression = (view, ev) => {  // the context was compressed (a summary replaced the middle)
+    const d = ev.data || {};
+    if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
+    view.body.append(el("div", { class: "compression-note", role: "note",
+      text: "Context compressed: " + d.tokens_before + " → " + d.tokens_after + " tokens (summary by " + d.summarized_by + ")" }));
+  };
+  (function addNewConversationButton() {
+    const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
+    button.addEventListener("click", () => conversations.startNew());
+    $(".composer-meta").append(button);
+  })();
 
   // ── clock: elapsed time and the "thinking…" state between events ─────────────────────────────
   function tickClock(view) {
@@ -346,7 +394,8 @@
     state.current = taskId;
     const fresh = !state.tasks[taskId];
     const view = taskView(taskId);
-    if (info && info.owner === false) view.owner = false;
+    if (info && info.mine === false) view.owner = false;
+    conversations.follow(taskId);  // issue 13
     if (fresh) send({ type: "resume", task_id: taskId, after_seq: 0 });
     showOnly(view);
     messages.scrollTop = 0;

@@ -1,5 +1,5 @@
 // The chat page's sidebar: task history (date, status, mode, first line; search; grouped by
-// conversation when the API gives one), opening the most recent task on load, and the workspace
+// conversation), opening the most recent task on load, and the workspace
 // tools (create from a server directory, upload an archive, reset the demo).
 (function () {
   "use strict";
@@ -33,30 +33,41 @@
     } catch (err) { /* offline: keep the old list */ }
   }
 
+  // One <li class="conversation"> per conversation (a task without one is its own), its turns
+  // oldest first; newest conversations first.
   function draw(tasks, q) {
     list.replaceChildren();
     if (!tasks.length) list.append(el("li", { class: "empty", text: q ? "No task matches “" + q + "”." : "No tasks yet." }));
-    let group;
+    const groups = new Map();
     for (const t of tasks) {
-      const conv = t.conversation == null ? null : t.conversation;
-      if (conv !== null && conv !== group) list.append(el("li", { class: "conversation-head", text: "Conversation " + conv }));
-      group = conv;
-      const a = el("a", { href: "#task-" + t.id, class: "history-link" },
-        el("span", { class: "history-first", text: firstLine(t.goal) }),
-        el("span", { class: "history-meta" },
-          el("time", { datetime: t.created_at, text: when(t.created_at) }),
-          el("span", { class: "mode", text: t.mode }),
-          el("span", { class: "badge status-" + t.status, text: t.status })));
-      a.addEventListener("click", (e) => {
-        e.preventDefault();
-        chat.openTask(t.id, t);
-        for (const other of list.querySelectorAll("[aria-current]")) other.removeAttribute("aria-current");
-        a.setAttribute("aria-current", "true");
-        document.body.classList.remove("sidebar-open");
-      });
-      if (t.id === chat.state.current) a.setAttribute("aria-current", "true");
-      list.append(el("li", { "data-task-id": String(t.id), "data-conversation": conv == null ? "" : String(conv) }, a));
+      if (t.conversation && chat.conversations) chat.conversations.byTask[t.id] = t.conversation;
+      const key = t.conversation ? "c" + t.conversation : "task-" + t.id;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(t);
     }
+    for (const [key, group] of groups) {
+      const inner = el("ul", { class: "conversation-tasks" });
+      for (const t of group.slice().reverse()) inner.append(item(t));
+      list.append(el("li", { class: "conversation", "data-conversation": key }, inner));
+    }
+  }
+
+  function item(t) {
+    const a = el("a", { href: "#task-" + t.id, class: "history-link" },
+      el("span", { class: "history-first", text: firstLine(t.goal) }),
+      el("span", { class: "history-meta" },
+        el("time", { datetime: t.created_at, text: when(t.created_at) }),
+        el("span", { class: "mode", text: t.mode }),
+        el("span", { class: "badge status-" + t.status, text: (window.agentkitStatusLabel || String)(t.status) })));
+    if (t.id === chat.state.current) a.setAttribute("aria-current", "true");
+    a.addEventListener("click", (e) => {
+      e.preventDefault();
+      chat.openTask(t.id, t);
+      for (const other of list.querySelectorAll("[aria-current]")) other.removeAttribute("aria-current");
+      a.setAttribute("aria-current", "true");
+      document.body.classList.remove("sidebar-open");
+    });
+    return el("li", { "data-task-id": String(t.id) }, a);
   }
 
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 200); });

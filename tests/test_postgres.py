@@ -15,7 +15,11 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def postgres_url(tmp_path_factory):
     if postgres_bin_dir() is None:
-        pytest.skip("PostgreSQL server not installed (Debian: apt-get install postgresql)")
+        pytest.fail(
+            "PostgreSQL server not installed (no initdb/pg_ctl on PATH or in "
+            "/usr/lib/postgresql/*/bin): install it (Debian: apt-get install postgresql); "
+            "make test does that when run as root"
+        )
     with private_postgres(tmp_path_factory.mktemp("pg")) as url:
         yield url
 

@@ -165,7 +165,24 @@ class ReactConfig(Section):
 
 
 class PromptCacheConfig(Section):
+    """Stable system block with a cache breakpoint, volatile block after it, and (Anthropic) a
+    breakpoint that moves with the conversation. False: the same text, no breakpoints."""
+
     enabled: bool = True
+
+
+class CompressionConfig(Section):
+    """Context compression (apps/engine/compressor.py): past `threshold_tokens` the middle of the
+    conversation is replaced by a structured summary, asked of `llm.auxiliary_model` first."""
+
+    enabled: bool = True
+    threshold_tokens: PositiveInt | None = Field(
+        default=None, description="Prompt size that triggers it; None = half the context_window."
+    )
+    keep_first: PositiveInt = 2  # messages kept at the start (the task's goal)
+    keep_last: PositiveInt = 8  # most recent messages kept verbatim
+    summary_max_tokens: PositiveInt = 1024
+    summary_input_max_chars: PositiveInt = 120_000  # of the middle shown to the summarizer
 
 
 class StreamingConfig(Section):
@@ -180,25 +197,43 @@ class VerificationConfig(Section):
 
 
 class ReflexionConfig(Section):
+    """Reflexion as retry (plan_exec): after a failed verification whose re-injections are used
+    up, one reflect call on the main model, then another round of work."""
+
     enabled: bool = True
-    max_reflections: NonNegInt = 1
+    max_reflections: NonNegInt = 2
+
+
+PHASES = ("planning", "building", "verification", "delivery")
 
 
 class PhaseBudgets(Section):
+    """Step quotas of a plan_exec run. Each round of work (the first, and each one after a failed
+    verification) gets `think` steps in planning/building, then `verify` steps in
+    verification/delivery; `reflect` counts reflect calls over the run. react.max_steps still
+    bounds the total."""
+
+    enabled: bool = True
     think: PositiveInt = 7
     verify: PositiveInt = 2
-    reflect: PositiveInt = 1
+    reflect: NonNegInt = 1
 
 
 class PlanExecConfig(Section):
+    """Overrides of the phase policy (apps/engine/phases.py); what is not named keeps its
+    default. Phases: planning, building, verification, delivery."""
+
+    start_phase: Literal["planning", "building", "verification", "delivery"] = "planning"
     whitelists: dict[str, list[str]] = Field(
-        default_factory=lambda: {
-            "explore": ["read_file", "search", "shell", "think"],
-            "implement": ["read_file", "search", "shell", "str_replace_editor", "think"],
-            "verify": ["read_file", "run_tests", "search", "shell", "think"],
-        }
+        default_factory=dict, description="phase -> tools allowed there; '*' = every tool."
     )
-    auto_advance_after_steps: PositiveInt = 12
+    command_filters: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="phase -> regex of shell commands refused there; null = no filter.",
+    )
+    auto_advance_after_steps: PositiveInt | None = Field(
+        default=12, description="Move to the next phase after this many steps; null = never."
+    )
     phase_budgets: PhaseBudgets = PhaseBudgets()
 
 
@@ -287,6 +322,7 @@ class AgentkitConfig(Section):
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
+    compression: CompressionConfig = CompressionConfig()
     streaming: StreamingConfig = StreamingConfig()
     verification: VerificationConfig = VerificationConfig()
     reflexion: ReflexionConfig = ReflexionConfig()
@@ -333,14 +369,48 @@ class AgentkitConfig(Section):
         for name, expert in sorted(self.experts.items()):
             check_alias(f"experts.{name}.model", expert.model)
             check_tools(f"experts.{name}.tools", expert.tools)
-        for phase, tools in sorted(self.plan_exec.whitelists.items()):
-            check_tools(f"plan_exec.whitelists.{phase}", tools)
+        problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()
             if model.provider == "scripted" and script_missing:
                 problems.append(
                     f"models.{alias}.script: file {model.script!r} not found "
                     f"(relative paths resolve against {self.base_dir})"
+                )
+        return problems
+
+    def _plan_exec_errors(self) -> list[str]:
+        import re
+
+        problems: list[str] = []
+        section = self.plan_exec
+        hint = f"phases: {', '.join(PHASES)} (explore/implement/verify were renamed)"
+        for key, mapping in (
+            ("whitelists", section.whitelists),
+            ("command_filters", section.command_filters),
+        ):
+            for phase in sorted(set(mapping) - set(PHASES)):
+                problems.append(f"plan_exec.{key}.{phase}: unknown phase ({hint})")
+        for phase, tools in sorted(section.whitelists.items()):
+            if not tools:
+                problems.append(
+                    f"plan_exec.whitelists.{phase}: empty whitelist: no tool could "
+                    "run in this phase; name at least one tool, or '*' for all"
+                )
+            for index, tool in enumerate(tools):
+                if tool != "*" and tool not in KNOWN_TOOLS:
+                    problems.append(
+                        f"plan_exec.whitelists.{phase}.{index}: unknown tool {tool!r} "
+                        f"(known: {', '.join(KNOWN_TOOLS)}, or '*')"
+                    )
+        for phase, pattern in sorted(section.command_filters.items()):
+            if pattern is None:
+                continue
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(
+                    f"plan_exec.command_filters.{phase}: invalid regular expression: {exc}"
                 )
         return problems
 

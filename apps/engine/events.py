@@ -11,15 +11,28 @@ What the engine itself emits, with its `data`:
     tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON)
     tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms
     verification_result  attempt, passed, errors, log, reinjected
+    compression          step, tokens_before, tokens_after, summarized_by, messages_summarized,
+                         kept_first, kept_last, failures, agent, task_type  (compressor.py)
     final_answer         step, text
     error                step, fatal, error_struct {error_code, message, suggestions, retryable}
-    task_finished        status, final, steps, usage, cost, error, verification  (see TaskResult)
+    task_finished        status, final, steps, usage, cost, error, verification, phases
+                         (see TaskResult)
 
-The other types belong to later stages (phases, review gate, compression, reflexion).
+plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
+
+    phase_changed        phase, previous, reason (tool|auto|budget|retry), allowed_tools, counters
+    phase_violation      step, call_id, tool, phase, allowed_tools, message, hint
+    budget_exhausted     budget (think|verify|reflect), limit, phase, counters
+    reflection           step, attempt, ok, text (or error), counters
+
+`counters` = {phase, round, step, steps_in_phase, think_used, verify_used, reflect_used,
+budgets}: what phases.reconstruct() rebuilds an interrupted run's state from.
+The other types belong to later stages (review gate, rollback).
 """
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -61,7 +74,7 @@ TaskStatus = Literal[
     "parked",
 ]
 # The statuses a run of the engine can end with.
-FinalStatus = Literal["completed", "failed", "cancelled"]
+FinalStatus = Literal["completed", "failed", "cancelled", "gave_up_after_reflections"]
 
 
 class Event(BaseModel):
@@ -83,3 +96,22 @@ class ErrorStruct(BaseModel):
     message: str
     suggestions: list[str] = Field(default_factory=list)
     retryable: bool = False
+
+
+def tool_call_data(step: int, call: Any) -> dict[str, Any]:
+    """`tool_call` data of a ToolCall (apps/engine/llm/types.py)."""
+    data = {"step": step, "call_id": call.id, "name": call.name, "arguments": call.arguments}
+    if call.arguments_error:
+        data.update(arguments_error=call.arguments_error, raw_arguments=call.raw_arguments)
+    return data
+
+
+def tool_result_data(step: int, call: Any, result: Any, started: float) -> dict[str, Any]:
+    """`tool_result` data of a ToolResult; `started`: time.monotonic() when the call began."""
+    return {
+        "step": step,
+        "call_id": call.id,
+        "name": call.name,
+        **result.as_dict(),
+        "duration_ms": round((time.monotonic() - started) * 1000, 3),
+    }

@@ -135,3 +135,32 @@ def from_llm_error(exc: llm.LLMError) -> ErrorStruct:
     return ErrorStruct(
         error_code=code, message=str(exc), suggestions=[hint], retryable=exc.retryable
     )
+
+
+def sandbox_unavailable(exc: BaseException) -> ErrorStruct:
+    """Verification could not run: no sandbox backend works here (an environment problem)."""
+    from apps.engine.sandbox import INSTALL_HINT
+
+    detail = str(exc) or INSTALL_HINT
+    suggestions = [detail] if detail == INSTALL_HINT else [detail, INSTALL_HINT]
+    return ErrorStruct(
+        error_code="sandbox_unavailable",
+        message="Verification could not run: no sandbox is available to run the workspace's "
+        "checks in.",
+        suggestions=[*suggestions, "`python manage.py check_sandbox` shows what was tried."],
+        retryable=True,
+    )
+
+
+def gave_up_after_reflections(reflections: int, errors: list[str]) -> ErrorStruct:
+    first = errors[0] if errors else "the verifier reported a failure without details"
+    return ErrorStruct(
+        error_code="gave_up_after_reflections",
+        message=f"Verification still failed after {reflections} reflection(s); first error: "
+        f"{first}",
+        suggestions=[
+            "Read the verification log and the reflections in the task's events.",
+            "Raise reflexion.max_reflections (and plan_exec.phase_budgets.reflect) for more "
+            "attempts, or split the task.",
+        ],
+    )

@@ -17,11 +17,14 @@ forgets everything (after a reflection or a re-injected verification failure).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from apps.engine.config import LoopDetectionConfig
+from apps.engine.llm.types import ToolCall
 
 Pattern = Literal["repeat", "error_repeat", "alternation", "monologue"]
 
@@ -144,3 +147,16 @@ class LoopDetector:
             e.outcome == (b.outcome if back % 2 == 0 else a.outcome)
             for back, e in enumerate(reversed(tail))
         )
+
+
+def describe_calls(calls: Sequence[ToolCall]) -> str:
+    """Canonical text of a step's action (sorted keys), for loop detection."""
+    return "; ".join(
+        f"{call.name} "
+        + (
+            call.raw_arguments
+            if call.arguments_error
+            else json.dumps(call.arguments, sort_keys=True)
+        )
+        for call in calls
+    )

@@ -4,7 +4,9 @@
 - `Verifier`: `async (final_answer) -> VerificationOutcome`; the runner adapts the sandboxed
   verifier (apps/engine/verify.py) to it.
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
-- `EventSink`: where the runner puts the events it persists and broadcasts.
+
+Events need no port: `ReActEngine.run()` yields them and the runner (apps/tasks/runner.py) is the
+one place that persists and broadcasts them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from apps.engine.events import Event
 from apps.engine.llm.types import ChatRequest, StreamDelta
 from apps.engine.task import TaskResult
 
@@ -52,7 +53,3 @@ class TaskHooks:
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
         return None
-
-
-class EventSink(Protocol):
-    async def emit(self, event: Event) -> None: ...

@@ -1,17 +1,31 @@
 """The system prompt: a stable block, a prompt-cache breakpoint, then a volatile block.
 
-The stable block (engine instructions for the mode + the skill's system prompt) is byte-identical
-across tasks of the same skill, so providers can reuse its cache; everything that changes per task
-(pitfalls, retrieved memory, the date) goes after the breakpoint. Sections of the volatile block
-are sorted by name. The prompt is built once per run, so every step of a run sends the same bytes.
+Stable block (byte-identical across tasks of one skill and mode, so a provider reuses its cache):
+the engine's instructions for the mode, the skill's (or expert's) system prompt, and tool
+guidance (the offered tool names, sorted). It carries the cache breakpoint (`TextBlock.cache`).
+
+Volatile block (changes per task, after the breakpoint so it never invalidates the stable bytes):
+"Pitfalls seen before" (filled by evolution's retrieval; empty input adds no bytes), other named
+context sections sorted by name, the workspace's own notes file `AGENTS.md` (capped), workspace
+facts (sorted by key), and the date. The conversation itself is not here: it travels as messages,
+and the Anthropic provider puts a second, moving breakpoint on its last block so the growing
+history is cached too (at most 4 breakpoints; none ever on volatile bytes).
+
+With `prompt_cache.enabled: false` the same text goes out without breakpoints (a plain prompt).
+OpenAI-compatible providers send the blocks as one string, stable first, so the endpoint's
+automatic prefix cache hits. Tool definitions go out sorted by name with their JSON Schema keys
+sorted (`canonical_tools`), so reordering in code never changes the bytes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
 
-from apps.engine.llm.types import TextBlock
+from apps.engine.llm.types import TextBlock, ToolSpec
 
 INSTRUCTIONS = {
     "react": (
@@ -25,26 +39,117 @@ INSTRUCTIONS = {
     "direct_chat": "You are agentkit, a helpful assistant. Answer the user directly and concisely.",
 }
 
+PITFALLS_HEADING = "## Pitfalls seen before"
+NOTES_FILE = "AGENTS.md"
+NOTES_MAX_CHARS = 8_000
+
 
 def build_system_prompt(
     *,
     mode: str,
     skill_prompt: str = "",
+    tool_names: Iterable[str] = (),
+    pitfalls: str = "",
     context: Mapping[str, str] | str = "",
+    notes: str = "",
+    facts: Mapping[str, str] | None = None,
     today: dt.date | None = None,
+    with_date: bool = True,
     cache: bool = True,
 ) -> tuple[TextBlock, ...]:
-    """`context`: per-task material (a string, or named sections rendered in sorted order)."""
-    stable = INSTRUCTIONS[mode]
+    """(stable, volatile) blocks; only the stable one when there is no volatile material.
+
+    `context`: other per-task material (a string, or named sections rendered in sorted order).
+    `notes`: the workspace's AGENTS.md text (capped here). `facts`: workspace facts."""
+    stable = stable_block(mode=mode, skill_prompt=skill_prompt, tool_names=tool_names)
+    volatile = volatile_block(
+        pitfalls=pitfalls,
+        context=context,
+        notes=notes,
+        facts=facts,
+        today=(today or dt.datetime.now(dt.UTC).date()) if with_date else None,
+    )
+    blocks = [TextBlock(stable, cache=cache)]
+    if volatile:
+        blocks.append(TextBlock(volatile))
+    return tuple(blocks)
+
+
+def stable_block(*, mode: str, skill_prompt: str = "", tool_names: Iterable[str] = ()) -> str:
+    parts = [INSTRUCTIONS[mode]]
     if skill_prompt.strip():
-        stable += "\n\n" + skill_prompt.strip()
+        parts.append(skill_prompt.strip())
+    names = sorted(set(tool_names))
+    if names and mode != "direct_chat":
+        parts.append(
+            "Tools available in this task: "
+            + ", ".join(names)
+            + ". Call only these; read before you edit, and check your work before you answer."
+        )
+    return "\n\n".join(parts)
+
+
+def volatile_block(
+    *,
+    pitfalls: str = "",
+    context: Mapping[str, str] | str = "",
+    notes: str = "",
+    facts: Mapping[str, str] | None = None,
+    today: dt.date | None = None,
+) -> str:
+    sections: list[str] = []
+    if pitfalls.strip():
+        sections.append(f"{PITFALLS_HEADING}\n{pitfalls.strip()}")
     if isinstance(context, Mapping):
-        sections = [
+        sections += [
             f"## {name}\n{text.strip()}" for name, text in sorted(context.items()) if text.strip()
         ]
-        volatile = "\n\n".join(sections)
-    else:
-        volatile = context.strip()
-    today = today or dt.datetime.now(dt.UTC).date()
-    volatile = f"{volatile}\n\nToday is {today.isoformat()}." if volatile else f"Today is {today}."
-    return (TextBlock(stable, cache=cache), TextBlock(volatile))
+    elif context.strip():
+        sections.append(context.strip())
+    if notes.strip():
+        sections.append(f"## Workspace notes ({NOTES_FILE})\n{cap_notes(notes)}")
+    if facts:
+        lines = [f"- {key}: {value}" for key, value in sorted(facts.items()) if str(value).strip()]
+        if lines:
+            sections.append("## Workspace\n" + "\n".join(lines))
+    if today is not None:
+        sections.append(f"Today is {today.isoformat()}.")
+    return "\n\n".join(sections)
+
+
+def cap_notes(text: str, limit: int = NOTES_MAX_CHARS) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[:limit].rstrip() + f"\n[... {NOTES_FILE} cut at {limit} characters]"
+
+
+def read_notes(root: Path, limit: int = NOTES_MAX_CHARS) -> str:
+    """The workspace's AGENTS.md (capped), or "" when there is none or it cannot be read."""
+    path = root / NOTES_FILE
+    try:
+        if not path.is_file() or path.is_symlink():
+            return ""
+        with path.open("rb") as handle:
+            raw = handle.read(limit * 4 + 1)
+    except OSError:
+        return ""
+    return cap_notes(raw.decode("utf-8", "replace"), limit)
+
+
+def canonical_json(value: Any) -> Any:
+    """`value` with every mapping's keys sorted (recursively): one byte form for one meaning."""
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def canonical_tools(specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    """Tool definitions sorted by name, schemas with sorted keys."""
+    return tuple(
+        ToolSpec(spec.name, spec.description, canonical_json(spec.input_schema))
+        for spec in sorted(specs, key=lambda spec: spec.name)
+    )
+
+
+def system_text(blocks: Iterable[TextBlock]) -> str:
+    """The blocks as one string, as OpenAI-compatible providers send them (stable first)."""
+    return "\n\n".join(block.text for block in blocks if block.text)

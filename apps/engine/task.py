@@ -8,7 +8,7 @@ the TaskResult, the lifecycle hooks receive it, and the `task_finished` event ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from apps.engine.events import ErrorStruct, Event, FinalStatus
 from apps.engine.llm.types import Message, Usage
 
-EngineMode = Literal["direct_chat", "react"]
+EngineMode = Literal["direct_chat", "react", "plan_exec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +31,16 @@ class AgentTask:
     tools: tuple[str, ...] | None = None  # names allowed in this run; None = every tool given
     model: str | None = None  # model alias; None = llm.main
     max_steps: int | None = None  # None = react.max_steps
+    # Volatile block of the system prompt (prompt.py), filled by the runner:
+    pitfalls: str = ""  # "Pitfalls seen before" (evolution's retrieval); "" adds no bytes
+    notes: str = ""  # the workspace's AGENTS.md, capped
+    facts: Mapping[str, str] = field(default_factory=dict)  # workspace facts (name, ...)
 
     def __post_init__(self) -> None:
-        if self.mode not in ("direct_chat", "react"):
+        if self.mode not in ("direct_chat", "react", "plan_exec"):
             raise ValueError(
-                f"ReActEngine runs modes direct_chat and react, not {self.mode!r} "
-                "(plan_exec and team_collab run through their own orchestrators)"
+                f"ReActEngine runs modes direct_chat, react and plan_exec, not {self.mode!r} "
+                "(team_collab runs through its own orchestrator)"
             )
         if self.max_steps is not None and self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
@@ -78,13 +82,17 @@ class TaskResult(BaseModel):
     cost: float = 0.0  # USD
     error: ErrorStruct | None = None  # why it failed or was cancelled
     verification: list[VerificationRecord] = Field(default_factory=list)
+    # plan_exec: the phase counters at the end (apps/engine/phases.py), None in other modes.
+    phases: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "completed"
 
     def event_data(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"task_id"})
+        # `phases` only where there are phases: other modes' events stay as they were.
+        exclude = {"task_id"} if self.phases is not None else {"task_id", "phases"}
+        return self.model_dump(mode="json", exclude=exclude)
 
     @classmethod
     def from_event(cls, event: Event) -> TaskResult:

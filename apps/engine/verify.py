@@ -1,10 +1,22 @@
 """Verification at the final answer: the workspace's real checks, run inside the sandbox with
 the network off.
 
-    verifier = Verifier(sandbox, config.verification)
-    result = await verifier.verify(workspace, spec_commands)     # or: await verifier(...)
-    if not result.passed:
-        messages.append(user(result.error_summary()))              # re-injection
+How the engine gets here (the only path it takes):
+
+    # apps/tasks/runner.py build_engine: one verifier per task, the workspace's and the skill's
+    # verification commands as spec commands
+    verifier = answer_verifier(Verifier(sandbox, config.verification), root, spec_commands)
+    engine = ReActEngine(gateway, tools, config, verifier=verifier, ...)
+
+    # apps/engine/loop.py, at a reply without tool calls, when verification.modes has the
+    # task's mode on: the answer's text does not matter, the workspace's checks decide
+    outcome = await verifier(answer)                      # ports.VerificationOutcome
+    # _check_verification: a `verification_result` event; failed → `outcome.errors` go back to
+    # the model as one user message (at most verification.max_reinjections times), the loop
+    # detector is reset, and the model takes another step; still failing → the run fails.
+
+The `run_tests` tool calls `Verifier.verify(workspace, spec_commands)` directly and shows the
+model the `VerificationResult`.
 
 What runs:
 
@@ -46,7 +58,8 @@ from apps.engine.ports import Verifier as AnswerVerifier
 from apps.engine.sandbox import Sandbox, SandboxResult
 
 VerifyFn = Callable[[Path, Sequence[str]], Awaitable["VerificationResult"]]
-"""The port the engine calls at the final answer: `await verify(workspace, spec_commands)`."""
+"""The shape of `Verifier.__call__`: `await verify(workspace, spec_commands)`. The engine does
+not call this: it calls the `answer_verifier` adapter (ports.Verifier)."""
 
 MARKER_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 SKIP_DIRS = frozenset(
@@ -298,7 +311,7 @@ def condense(tool: str, output: str) -> list[str]:
 # ── the verifier ───────────────────────────────────────────────────────────────────────────────
 class Verifier:
     """Runs a workspace's checks in the sandbox (network always off). `await verifier(ws, cmds)`
-    is the same as `verify`, so the instance itself fits the engine's `VerifyFn` port."""
+    is the same as `verify`. The engine reaches it through `answer_verifier`."""
 
     def __init__(self, sandbox: Sandbox, config: VerificationConfig | None = None):
         self.sandbox = sandbox

@@ -104,7 +104,8 @@ def task_payload(task) -> dict:
         "workspace": {"id": task.workspace_id, "name": task.workspace.name},
         "result": task.result,
         "error": task.error,
-        "usage": task.usage,
+        "conversation": task.conversation_id,
+        "usage": selectors.usage_summary([task.usage]) if task.usage else task.usage,
         "cost": task.cost,
         "last_seq": task.last_seq,
         "created_at": task.created_at.isoformat(),
@@ -126,15 +127,18 @@ def tasks(request):
         raise ApplicationError(
             "'text' is required: what the agent should do", {"error_code": "missing_field"}
         )
-    workspace_ref = body.get("workspace")
-    if workspace_ref in (None, ""):
+    workspace_ref, conversation = body.get("workspace"), body.get("conversation")
+    workspace = None
+    if workspace_ref in (None, "") and conversation in (None, ""):
         raise ApplicationError(
-            "'workspace' is required (its id or name; GET /api/workspaces lists them)",
+            "'workspace' is required (its id or name; GET /api/workspaces lists them), unless "
+            "'conversation' continues one",
             {"error_code": "missing_field"},
         )
-    workspace = selectors.workspace_for_user(user=request.user, ref=workspace_ref)
-    if workspace is None:
-        raise ApplicationError("workspace not found", {"error_code": "not_found"})
+    if workspace_ref not in (None, ""):
+        workspace = selectors.workspace_for_user(user=request.user, ref=workspace_ref)
+        if workspace is None:
+            raise ApplicationError("workspace not found", {"error_code": "not_found"})
     mode, skill = body.get("mode"), body.get("skill")
     for name, value in (("mode", mode), ("skill", skill)):
         if value is not None and not isinstance(value, str):
@@ -147,9 +151,12 @@ def tasks(request):
         skill=skill,
         client_msg_id=str(body.get("client_msg_id") or ""),
         config=agent_config(),
+        conversation=conversation,
     )
     executors.task_submit(task_id=task.pk)
-    return JsonResponse({"id": task.pk, "status": task.status}, status=201)
+    return JsonResponse(
+        {"id": task.pk, "status": task.status, "conversation": task.conversation_id}, status=201
+    )
 
 
 @api_view(("GET", "DELETE"))
@@ -262,3 +269,37 @@ def workspace_reset_demo(request):
         workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
     )
     return JsonResponse({"id": ws.pk, "name": ws.name, "reset": True})
+
+
+def conversation_payload(conversation) -> dict:
+    tasks = sorted(conversation.tasks.all(), key=lambda task: task.pk)
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "workspace": {"id": conversation.workspace_id, "name": conversation.workspace.name},
+        "tasks": [{"id": t.pk, "status": t.status, "goal": t.goal} for t in tasks],
+        "usage": selectors.usage_summary([t.usage for t in tasks], [t.cost for t in tasks]),
+        "created_at": conversation.created_at.isoformat(),
+        "updated_at": conversation.updated_at.isoformat(),
+    }
+
+
+@api_view(("GET",))
+def conversations(request):
+    return JsonResponse(
+        {
+            "conversations": [
+                conversation_payload(c) for c in selectors.conversations_for_user(user=request.user)
+            ]
+        }
+    )
+
+
+@api_view(("GET",))
+def conversation_detail(request, conversation_id: int):
+    conversation = selectors.conversation_for_user(
+        user=request.user, conversation_id=conversation_id
+    )
+    if conversation is None:
+        return error(404, "not_found", "conversation not found")
+    return JsonResponse(conversation_payload(conversation))

@@ -124,7 +124,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         from django.db import transaction
 
         workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
-        if workspace is None:
+        continues = content.get("conversation") not in (None, "")
+        if workspace is None and not (continues and content.get("workspace") in (None, "")):
             workspaces = list(selectors.workspaces_for_user(user=self.user)[:2])
             if content.get("workspace") in (None, "") and len(workspaces) == 1:
                 workspace = workspaces[0]
@@ -141,6 +142,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 skill=content.get("skill") or None,
                 client_msg_id=str(content.get("client_msg_id") or ""),
                 config=agent_config(),
+                conversation=content.get("conversation"),  # None: a new conversation
             )
 
     async def _handle_resume(self, content: dict) -> None:
@@ -166,7 +168,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
 
     async def _handle_spec_review_reply(self, content: dict) -> None:
         raise ApplicationError(
-            "spec review is not available yet (plan_exec is not built)",
+            "spec review is not available yet (the review gate comes with specs)",
             {"error_code": "mode_not_available"},
         )
 

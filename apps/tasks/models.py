@@ -64,8 +64,32 @@ FINAL_STATUSES = frozenset(
 )
 
 
+class Conversation(models.Model):
+    """A chat thread: its tasks run one after the other in one workspace, and each new task gets
+    the earlier turns as history. It belongs to the user who started it."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [models.Index(fields=["user", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return f"conversation #{self.pk} {self.title[:40]}"
+
+
 class Task(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tasks")
+    # The conversation this task continues (null for tasks created before conversations existed).
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="tasks"
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
     )

@@ -25,20 +25,24 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
+from apps.engine.prompt import read_notes
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
+from apps.tasks.history import conversation_history
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
+from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 
 log = logging.getLogger(__name__)
 
-ENGINE_MODES = ("direct_chat", "react")
+ENGINE_MODES = RUNNABLE_MODES  # one list: what the chat page offers is what runs
 CANCEL_POLL_SECONDS = 0.25
 
 
@@ -67,6 +71,7 @@ class EventRecorder:
             "workspace": {"id": task.workspace_id, "name": task.workspace.name},
             "skill": task.skill,
             "client_msg_id": task.client_msg_id,
+            "conversation": task.conversation_id,
         }
         self.finished = False
         self.layer = get_channel_layer()
@@ -114,7 +119,8 @@ def _finish(task_id: int, result: TaskResult) -> None:
 
 
 class RunnerHooks(TaskHooks):
-    """The engine's lifecycle hooks set the final status (exactly one fires per run)."""
+    """The engine's lifecycle hooks set the final status (exactly one fires per run; a plan_exec
+    run that gave up after its reflections fires on_task_failed with that status)."""
 
     def __init__(self, task_id: int):
         self.task_id = task_id
@@ -141,8 +147,12 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     if task.mode not in ENGINE_MODES:
         raise RunAborted(
             "mode_not_available",
-            f"mode {task.mode!r} is not available yet; this version runs direct_chat and react",
-            ["Send the message again with @react (tools) or @chat (a single answer)."],
+            f"mode {task.mode!r} is not available yet; this version runs direct_chat, react and "
+            "plan_exec",
+            [
+                "Send the message again with @plan (phases, verification, reflection), @react "
+                "(tools) or @chat (a single answer)."
+            ],
         )
     skill = config.skills.get(task.skill) if task.skill else None
     return AgentTask(
@@ -152,6 +162,10 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
         system_prompt=skill.system_prompt if skill else "",
         tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
         model=skill.model if skill else None,
+        # Conversation history and the volatile block of the system prompt (issue 13).
+        history=conversation_history(task),
+        notes=read_notes(Path(task.workspace.root_dir)),
+        facts={"workspace": task.workspace.name},
     )
 
 
@@ -169,6 +183,7 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
         sandbox=sandbox,
         network=config.sandbox.network,
         timeout_seconds=config.sandbox.timeout_seconds,
+        command_filter=active_command_filter,  # plan_exec: the current phase's shell filter
         verification_commands=tuple(task.workspace.verification_commands or ()),
         verifier=Verifier(sandbox, config.verification),
     )
@@ -212,7 +227,7 @@ async def run_task(task_id: int) -> str:
     started = time.monotonic()
     try:
         config = agent_config()
-        agent_task = build_agent_task(task, config)
+        agent_task = await sync_to_async(build_agent_task)(task, config)  # reads history
         gateway = Gateway(config)
         engine = build_engine(task, config, gateway)
         async with aclosing(engine.run(agent_task, cancel=token)) as events:

@@ -64,3 +64,58 @@ def task_last_seqs(*, task_ids) -> dict[int, int]:
     from apps.tasks.models import Task
 
     return dict(Task.objects.filter(pk__in=list(task_ids)).values_list("pk", "last_seq"))
+
+
+# ── conversations and usage ────────────────────────────────────────────────────────────────────
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "llm_calls",
+)
+
+
+def conversation_for_user(*, user, conversation_id: int):
+    """The user's own conversation, else None (another user's answers like a missing one)."""
+    from apps.tasks.models import Conversation
+
+    if not user.is_authenticated:
+        return None
+    return (
+        Conversation.objects.select_related("workspace")
+        .filter(pk=conversation_id, user=user, workspace__members=user)
+        .first()
+    )
+
+
+def conversations_for_user(*, user, limit: int = 50):
+    from apps.tasks.models import Conversation
+
+    if not user.is_authenticated:
+        return []
+    return list(
+        Conversation.objects.filter(user=user, workspace__members=user)
+        .select_related("workspace")
+        .prefetch_related("tasks")[:limit]
+    )
+
+
+def usage_summary(usages, costs=()) -> dict:
+    """Token totals of one or more `Task.usage` dicts, with the prompt-cache hit rate: the share
+    of prompt tokens read from the cache (None before any prompt token)."""
+    totals = {key: 0 for key in USAGE_KEYS}
+    for usage in usages:
+        for key in USAGE_KEYS:
+            value = (usage or {}).get(key)
+            if isinstance(value, int):
+                totals[key] += value
+    prompt = totals["input_tokens"]
+    totals["cache_hit_rate"] = round(totals["cache_read_tokens"] / prompt, 4) if prompt else None
+    totals["cost"] = round(sum(costs), 6)
+    return totals
+
+
+def conversation_usage(*, conversation) -> dict:
+    tasks = list(conversation.tasks.all())
+    return usage_summary([t.usage for t in tasks], [t.cost for t in tasks])

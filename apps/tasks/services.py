@@ -10,7 +10,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from apps.tasks.models import FINAL_STATUSES, ApiToken, Task, Workspace
+from apps.tasks.models import FINAL_STATUSES, ApiToken, Conversation, Task, Workspace
 
 
 class ApplicationError(Exception):
@@ -101,6 +101,9 @@ MODE_PREFIXES = {
     "@team": "team_collab",
 }
 KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
+# The modes this version runs: the only ones the chat page offers, and the only ones the runner
+# starts (apps/tasks/runner.py refuses the others with `mode_not_available`).
+RUNNABLE_MODES = ("direct_chat", "react", "plan_exec")
 
 
 def max_message_chars() -> int:
@@ -159,19 +162,57 @@ def route_message(*, text: str, mode: str | None, skill: str | None, config) -> 
     return Routing(text=body.strip(), mode=chosen_mode, skill=chosen_skill)
 
 
+def _conversation_to_continue(*, user, conversation, workspace: Workspace | None) -> Conversation:
+    """The user's own conversation `conversation` (an id); its workspace must be `workspace`."""
+    from apps.tasks.selectors import conversation_for_user
+
+    if isinstance(conversation, bool) or not (
+        isinstance(conversation, int) or (isinstance(conversation, str) and conversation.isdigit())
+    ):
+        raise ApplicationError(
+            "'conversation' must be a conversation id (an integer), or left out to start a new one",
+            {"error_code": "invalid_field"},
+        )
+    found = conversation_for_user(user=user, conversation_id=int(conversation))
+    if found is None:
+        raise ApplicationError(
+            "conversation not found: leave 'conversation' out to start a new one",
+            {"error_code": "not_found"},
+        )
+    if workspace is not None and workspace.pk != found.workspace_id:
+        raise ApplicationError(
+            f"conversation {found.pk} belongs to workspace {found.workspace.name!r}; start a new "
+            "conversation to work in another workspace",
+            {"error_code": "workspace_mismatch"},
+        )
+    return found
+
+
 @transaction.atomic
 def task_create(
     *,
     user,
-    workspace: Workspace,
+    workspace: Workspace | None,
     text: str,
     mode: str | None = None,
     skill: str | None = None,
     client_msg_id: str = "",
     config,
+    conversation=None,
 ):
     """Create a queued task after checking the user may use the workspace. Re-sending the same
-    `client_msg_id` returns the task created the first time (no duplicate on reconnect)."""
+    `client_msg_id` returns the task created the first time (no duplicate on reconnect).
+    `conversation` (an id of the user's own conversation) continues it: same workspace (taken
+    from the conversation when `workspace` is None), earlier turns as history. Without it, the
+    task starts a new conversation."""
+    continued = None
+    if conversation not in (None, ""):
+        continued = _conversation_to_continue(
+            user=user, conversation=conversation, workspace=workspace
+        )
+        workspace = continued.workspace
+    if workspace is None:
+        raise ApplicationError("workspace not found", {"error_code": "not_found"})
     if not workspace.members.filter(pk=user.pk).exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     limit = max_message_chars()
@@ -186,9 +227,16 @@ def task_create(
         if existing is not None:
             return existing
     routing = route_message(text=text, mode=mode, skill=skill, config=config)
+    if continued is None:
+        continued = Conversation.objects.create(
+            user=user, workspace=workspace, title=routing.text[:200]
+        )
+    else:
+        continued.save(update_fields=["updated_at"])  # most recent conversations first
     return Task.objects.create(
         workspace=workspace,
         user=user,
+        conversation=continued,
         mode=routing.mode,
         skill=routing.skill,
         goal=routing.text,

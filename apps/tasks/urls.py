@@ -10,6 +10,12 @@ urlpatterns = [
     path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
     path("api/tasks/<int:task_id>/changes", api.task_changes, name="api-task-changes"),
     path("api/tasks/<int:task_id>/revert", api.task_revert, name="api-task-revert"),
+    path("api/conversations", api.conversations, name="api-conversations"),
+    path(
+        "api/conversations/<int:conversation_id>",
+        api.conversation_detail,
+        name="api-conversation",
+    ),
     path("api/workspaces", api.workspaces, name="api-workspaces"),
     path("api/workspaces/upload", api.workspace_upload, name="api-workspace-upload"),
     path("api/workspaces/demo/reset", api.workspace_reset_demo, name="api-workspace-reset-demo"),

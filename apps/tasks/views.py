@@ -4,7 +4,7 @@ from django.shortcuts import render
 
 from apps.tasks.conf import agent_config
 from apps.tasks.selectors import workspaces_for_user
-from apps.tasks.services import max_message_chars
+from apps.tasks.services import RUNNABLE_MODES, max_message_chars
 
 
 @login_required
@@ -16,7 +16,7 @@ def chat_page(request):
         "tasks/chat.html",
         {
             "workspaces": workspaces_for_user(user=request.user),
-            "modes": ["direct_chat", "react", "plan_exec", "team_collab"],
+            "modes": RUNNABLE_MODES,
             "default_mode": config.modes.default,
             "skills": sorted(config.skills),
             "offline_model": main.provider == "scripted",

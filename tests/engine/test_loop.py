@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apps.engine.llm.types import Message
-from apps.engine.loop import CUT_OFF_REPLY
+from apps.engine.reflexion import CUT_OFF_REPLY
 from apps.engine.task import AgentTask, TaskResult
 from tests.engine.helpers import (
     DivideTool,

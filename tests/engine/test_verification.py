@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from apps.engine.ports import VerificationOutcome
 from apps.engine.task import AgentTask
-from tests.engine.helpers import HookRecorder, collect, config, of_type, scripted_engine
+from tests.engine.helpers import (
+    EchoTool,
+    HookRecorder,
+    collect,
+    config,
+    of_type,
+    scripted_engine,
+)
 
 TASK = AgentTask(task_id=1, goal="fix the bug")
 VERIFY_REACT = {"modes": {"react": True}}
@@ -128,3 +135,22 @@ async def test_long_verification_log_is_truncated_in_the_result():
     )
     result = await engine.execute(TASK)
     assert len(result.verification[0].log) < 2500
+
+
+async def test_loop_detector_starts_afresh_after_a_reinjection():
+    # Two identical reads before the first answer, two more after the re-injected failure: four
+    # in a row would be a loop (threshold 3), but the failure is new information, so the window
+    # starts again after it and the run completes without any loop warning.
+    read = {"tool_calls": [{"name": "echo", "arguments": {"text": "x"}}]}
+    turns = [read, read, {"text": "Fixed it."}, read, read, {"text": "Fixed it properly now."}]
+    verifier = ScriptedVerifier(FAIL, PASS)
+    engine, model = scripted_engine(
+        turns, tools=[EchoTool()], cfg=config(verification=VERIFY_REACT), verifier=verifier
+    )
+    events = await collect(engine, TASK)
+
+    assert not of_type(events, "error"), [e.data for e in of_type(events, "error")]
+    assert verifier.answers == ["Fixed it.", "Fixed it properly now."]
+    assert len(model.requests) == 6
+    finished = events[-1].data
+    assert finished["status"] == "completed" and finished["final"] == "Fixed it properly now."

@@ -22,7 +22,9 @@ What it does like the real services:
 - `ttft` (seconds before the first token) and `tokens_per_second` (None: as fast as possible).
 - Faults on demand, consumed one per request in order (optionally only by requests for one
   model): error status (500, 429 with retry-after, ...), hang until the client times out,
-  malformed SSE line, `error` event after HTTP 200, disconnect mid-stream, empty answer, 401
+  malformed SSE line, `error` event after HTTP 200 (or any given error object, e.g. Groq's
+  `tool_use_failed`), a recorded SSE body replayed byte for byte, disconnect mid-stream, empty
+  answer, 401
   that echoes the API key, context-window 400, one JSON body for a streaming request.
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
@@ -88,6 +90,9 @@ class Fault:
     seconds: float = 3600.0
     model: str | None = None
     headers: tuple[tuple[str, str], ...] = ()  # extra response headers (status faults)
+    error_json: str | None = None  # stream_error: the error object sent, as JSON text
+    raw_body: str | None = None  # recorded_stream: the SSE body sent as it is
+    chunk_size: int = 64  # recorded_stream: bytes per write
 
     @classmethod
     def http_error(cls, status: int = 500, message: str = "fake server error", **kw) -> Fault:
@@ -116,6 +121,19 @@ class Fault:
     ) -> Fault:
         """HTTP 200, some text, then an error event (OpenAI: an `{"error": ...}` chunk)."""
         return cls("error_event", after_chunks=after_chunks, error_type=error_type, **kw)
+
+    @classmethod
+    def stream_error(cls, error: dict[str, Any], after_chunks: int = 1, **kw) -> Fault:
+        """HTTP 200, some text, then this exact error object in the stream (OpenAI: a
+        `data: {"error": ...}` chunk; Anthropic: an `error` event), e.g. Groq's
+        `tool_use_failed`."""
+        return cls("error_event", after_chunks=after_chunks, error_json=json.dumps(error), **kw)
+
+    @classmethod
+    def recorded_stream(cls, body: bytes, chunk_size: int = 64, **kw) -> Fault:
+        """Answer a streaming request with these exact SSE bytes (a recorded stream, e.g. one
+        with server-side tool blocks), sent in `chunk_size`-byte pieces."""
+        return cls("recorded_stream", raw_body=body.decode(), chunk_size=chunk_size, **kw)
 
     @classmethod
     def disconnect(cls, after_chunks: int = 2, **kw) -> Fault:
@@ -386,6 +404,8 @@ class FakeLLMServer:
         if fault is not None and fault.kind == "hang":
             await asyncio.sleep(fault.seconds)
             return False
+        if fault is not None and fault.kind == "recorded_stream":
+            return await self._recorded_stream(writer, fault)
         with self._lock:
             self._player.requests.append(request)
             try:  # a faulty answer leaves the turn for the retry
@@ -581,6 +601,10 @@ class FakeLLMServer:
                 elif fault.kind == "error_event":
                     error_type = fault.error_type or "overloaded_error"
                     payload = wire.error_body(protocol, error_type, fault.message)
+                    if fault.error_json is not None:
+                        payload = {"error": json.loads(fault.error_json)}
+                        if protocol == "anthropic":
+                            payload = {"type": "error", **payload}
                     if protocol == "openai":
                         await self._chunk(writer, f"data: {json.dumps(payload)}\n\n")
                     else:
@@ -592,6 +616,23 @@ class FakeLLMServer:
                 first = False
                 content_events += 1
             await self._chunk(writer, frame)
+        await self._end(writer)
+        return True
+
+    async def _recorded_stream(self, writer, fault: Fault) -> bool:
+        headers = {
+            "content-type": "text/event-stream; charset=utf-8",
+            "cache-control": "no-cache",
+            "transfer-encoding": "chunked",
+            **self._common_headers(),
+        }
+        await self._send_head(writer, 200, headers)
+        data = (fault.raw_body or "").encode()
+        size = max(1, fault.chunk_size)
+        for start in range(0, len(data), size):
+            piece = data[start : start + size]
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
         await self._end(writer)
         return True
 

@@ -54,19 +54,6 @@ async def test_a_finished_task_is_not_run_twice(demo):
     assert await sync_to_async(TaskEvent.objects.filter(task=task).count)() == count
 
 
-async def test_unbuilt_mode_fails_with_a_clear_error_never_another_mode(demo):
-    user, workspace, root = demo
-    task = await sync_to_async(make_task)(
-        user, workspace, goal="fix the failing test", mode="plan_exec"
-    )
-    assert await run_task(task.pk) == "failed"
-    events = await sync_to_async(events_of)(task)
-    assert [e.type for e in events] == ["task_started", "error", "task_finished"]
-    assert events[1].data["error_struct"]["error_code"] == "mode_not_available"
-    assert "@react" in events[1].data["error_struct"]["suggestions"][0]
-    assert 'r"[^a-zA-Z0-9]"' in (root / "textkit" / "slug.py").read_text()  # nothing ran
-
-
 async def test_missing_workspace_directory_fails_the_task_with_advice(demo, tmp_path):
     user, workspace, _ = demo
     workspace.root_dir = str(tmp_path / "gone")

@@ -11,7 +11,7 @@ from asgiref.sync import sync_to_async
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.runner import run_task
 from tests.tasks.conftest import events_of
-from tests.tasks.factories import make_task
+from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,3 +92,40 @@ async def test_direct_chat_is_never_verified_even_when_react_is(demo, configure)
         TaskEvent.objects.filter(task=task, type="verification_result").exists
     )()
     assert (await sync_to_async(Task.objects.get)(pk=task.pk)).status == "completed"
+
+
+async def test_workspace_and_skill_verification_commands_run_at_the_final_answer(
+    config_file, tmp_path
+):
+    # A workspace that is not a Python project: only its own and the skill's verification
+    # commands decide. Each command leaves a marker file, so the test sees that it really ran.
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "notes.md").write_text("# Notes\n")
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: 'The notes are fine as they are.'\n")
+    config_file(
+        f"""
+        models: {{main: {{provider: scripted, script: {script}}}}}
+        verification: {{modes: {{react: true}}}}
+        skills:
+          checker:
+            description: Checks notes.
+            tools: [read_file]
+            verification_commands: ["touch skill-check-ran"]
+        """
+    )
+    user = await sync_to_async(make_user)("carol")
+    workspace = await sync_to_async(make_workspace)("notes", root, user)
+    workspace.verification_commands = ["touch workspace-check-ran"]
+    await sync_to_async(workspace.save)()
+    task = await sync_to_async(make_task)(user, workspace, goal="check the notes", skill="checker")
+
+    assert await run_task(task.pk) == "completed"
+    events = await sync_to_async(events_of)(task)
+    (check,) = [e.data for e in events if e.type == "verification_result"]
+    assert check["passed"] and check["commands"] == [
+        "touch workspace-check-ran",
+        "touch skill-check-ran",
+    ]
+    assert (root / "workspace-check-ran").is_file() and (root / "skill-check-ran").is_file()

@@ -10,7 +10,7 @@ import pytest
 from apps.engine.config import KNOWN_TOOLS
 from apps.engine.tools import ToolSet
 from apps.tools.builtin.context import ToolContext
-from apps.tools.builtin.editor import StrReplaceEditorTool, find_ruff
+from apps.tools.builtin.editor import StrReplaceEditorTool
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from tests.tools.conftest import SECRET, numbered_text
 
@@ -553,10 +553,7 @@ async def test_undo_of_an_untouched_file_is_refused(call, workspace):
 
 # --- lint delta ------------------------------------------------------------------------------------
 
-needs_ruff = pytest.mark.skipif(find_ruff() is None, reason="ruff is not installed")
 
-
-@needs_ruff
 async def test_python_edit_reports_only_the_lint_errors_it_introduced(call, workspace):
     # `os` is unused before the edit: a pre-existing problem that must not be reported
     (workspace / "app.py").write_text("import os\n\n\ndef total(items):\n    return sum(items)\n")
@@ -576,7 +573,6 @@ async def test_python_edit_reports_only_the_lint_errors_it_introduced(call, work
     assert "F401" not in result.output
 
 
-@needs_ruff
 async def test_edit_that_breaks_python_syntax_is_reported(call, workspace):
     (workspace / "app.py").write_text("def f():\n    return 1\n")
 
@@ -589,7 +585,6 @@ async def test_edit_that_breaks_python_syntax_is_reported(call, workspace):
     assert "ruff: this edit introduced" in result.output
 
 
-@needs_ruff
 async def test_clean_python_edit_reports_no_lint_problems(call, workspace):
     (workspace / "app.py").write_text("import os\n\nprint(os.sep)\n")
 

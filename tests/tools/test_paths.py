@@ -13,13 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from apps.tools.builtin.paths import (
-    PathRefusedError,
-    decode_text,
-    read_bytes,
-    resolve_path,
-    write_bytes,
-)
+from apps.tools.builtin.paths import PathRefusedError, read_bytes, resolve_path, write_bytes
+from apps.tools.builtin.text import decode_text
 from tests.tools.conftest import SECRET
 
 
@@ -100,7 +95,7 @@ def test_symlink_loop_is_refused_without_an_exception(workspace):
     (workspace / "a").symlink_to(workspace / "b")
     (workspace / "b").symlink_to(workspace / "a")
 
-    assert refusal(workspace, "a/x.txt") in {"path_invalid", "path_outside_workspace"}
+    assert refusal(workspace, "a/x.txt") in {"invalid_path", "path_outside_workspace"}
 
 
 def test_fifo_is_refused(workspace):
@@ -135,9 +130,9 @@ def test_writes_under_git_are_refused_and_reads_are_not(workspace):
 
 
 def test_empty_and_nul_paths_are_refused(workspace):
-    assert refusal(workspace, "") == "path_invalid"
-    assert refusal(workspace, "   ") == "path_invalid"
-    assert refusal(workspace, "a\x00b") == "path_invalid"
+    assert refusal(workspace, "") == "invalid_path"
+    assert refusal(workspace, "   ") == "invalid_path"
+    assert refusal(workspace, "a\x00b") == "invalid_path"
 
 
 def test_missing_workspace_is_reported(tmp_path):

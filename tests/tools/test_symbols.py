@@ -4,7 +4,6 @@ function and class of the installed Django source tree."""
 from __future__ import annotations
 
 import ast
-import importlib.util
 import textwrap
 import time
 from collections import Counter
@@ -205,9 +204,6 @@ def test_java_nested_classes_and_constructors():
     ]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("tree_sitter_cpp") is None, reason="tree-sitter-cpp not installed"
-)
 def test_cpp_out_of_class_method_definitions_name_their_class():
     found = spans(
         """\
@@ -232,9 +228,6 @@ def test_cpp_out_of_class_method_definitions_name_their_class():
     ]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("tree_sitter_c") is None, reason="tree-sitter-c not installed"
-)
 def test_c_functions_and_structs():
     found = spans(
         "struct point { int x; };\n\nstatic char *name_of(int id) {\n  return 0;\n}\n", "c"

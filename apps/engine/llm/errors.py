@@ -35,6 +35,35 @@ _CONTEXT_HINTS = (
 )
 
 
+# What the `code` or `type` of a JSON error object stands for, as an HTTP status. Used for error
+# objects that arrive inside an HTTP 200 answer (an `error` event, an `{"error": ...}` chunk), so
+# they are classified like the same error sent with its status. `code` is looked up before
+# `type` (OpenAI's rate limits say `type: tokens`, `code: rate_limit_exceeded`).
+ERROR_KIND_STATUS = {
+    "invalid_request_error": 400,  # OpenAI, Anthropic, Groq
+    "tool_use_failed": 400,  # Groq: the model's tool call could not be parsed
+    "context_length_exceeded": 400,
+    "bad_request": 400,
+    "invalid_api_key": 401,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "model_not_found": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "internal_error": 500,
+    "internal_server_error": 500,
+    "service_unavailable": 503,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
 class LLMError(Exception):
     """Base class of every failure of an LLM call."""
 
@@ -149,6 +178,33 @@ def error_detail(body: Any) -> str:
 def looks_like_context_overflow(body: Any) -> bool:
     text = json.dumps(body).lower() if isinstance(body, dict | list) else str(body or "").lower()
     return any(hint in text for hint in _CONTEXT_HINTS)
+
+
+def status_of_error_body(body: Any, default: int = 500) -> int:
+    """The HTTP status an error body stands for when it came without one (inside a 200 stream):
+    an explicit numeric `status`/`status_code`/`code`, else its `code`, else its `type`
+    (ERROR_KIND_STATUS), else `default` (treated as a server error: retried)."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return default
+    for key in ("status", "status_code", "code"):
+        value = error.get(key)
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value < 600:
+            return value
+    for key in ("code", "type"):
+        status = ERROR_KIND_STATUS.get(str(error.get(key)).lower())
+        if status is not None:
+            return status
+    return default
+
+
+def body_error(body: Any, request_id: str | None = None, *, prefix: str = "") -> LLMStatusError:
+    """The typed error for an error body that arrived without an error status (in a 200
+    stream or a 200 JSON answer): classified by `status_error` like the HTTP path, with the
+    status `status_of_error_body` reads from the body."""
+    return status_error(status_of_error_body(body), body, request_id, prefix=prefix)
 
 
 def status_error(

@@ -13,8 +13,10 @@ is retried (up to `llm.retries.max_attempts` calls in all) when the failure is r
 409, 429, 5xx, connection errors, timeouts, a cut or malformed stream, and an answer with neither
 text nor tool calls. The wait doubles from `initial_backoff` (with jitter), or is what the
 endpoint's `retry-after` asked, never more than `max_backoff`. 400, 401, 403, 404 and other
-client errors are not retried on the same alias but do move on to the fallbacks. When every
-alias failed, the last error is raised with a note listing each attempt.
+client errors are not retried on the same alias but do move on to the fallbacks. An error
+object inside a 200 answer (stream or JSON) counts as the status it stands for
+(`errors.status_of_error_body`): Groq's in-stream `invalid_request_error` is a 400,
+`rate_limit_exceeded` a 429. When every alias failed, the last error is raised with a note listing each attempt.
 
 If a streamed call fails after some text went out and another attempt follows, the stream yields
 `StreamDelta(restart=True)`: the consumer drops the text shown so far.

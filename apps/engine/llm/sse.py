@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import codecs
 import json
+import logging
 import re
+import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from apps.engine.llm.errors import LLMConnectionError
-from apps.engine.llm.types import ChatResponse, ToolCall, Usage
+from apps.engine.llm.types import SYNTHETIC_ID_PREFIX, ChatResponse, ToolCall, Usage
+
+log = logging.getLogger(__name__)
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -37,11 +41,18 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Incremental decoder of a `text/event-stream` body (WHATWG HTML, "Server-sent events")."""
+    """Incremental decoder of a `text/event-stream` body (WHATWG HTML, "Server-sent events").
+
+    Linear in the input: each chunk's new text is scanned once for line ends; the pieces of a
+    line still open are kept in a list and joined once, when its end arrives (a 400 KB `data:`
+    line fed in 48-byte chunks costs the same per byte as a short one). A CR that ends a chunk
+    ends its line at once; an LF first in the next chunk is then the second half of a CRLF.
+    """
 
     def __init__(self) -> None:
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._open_line: list[str] = []  # pieces of the line whose end has not arrived
+        self._after_cr = False  # the last chunk ended with CR: a leading LF belongs to it
         self._started = False
         self._event: str | None = None
         self._data: list[str] = []
@@ -51,50 +62,53 @@ class SSEDecoder:
     @property
     def pending(self) -> bool:
         """True while part of an event (or of a line) has arrived without its end."""
-        return bool(self._buffer or self._data or self._event is not None)
+        return bool(self._open_line or self._data or self._event is not None)
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         text = self._utf8.decode(chunk)
         if not self._started and text:
             self._started = True
             text = text.removeprefix("\ufeff")
+        if self._after_cr and text:
+            self._after_cr = False
+            if text[0] == "\n":
+                text = text[1:]
         if not text:
             return []
-        buffer = self._buffer + text if self._buffer else text
+        if "\r" not in text:  # the usual case: str.split is much faster than a regex walk
+            if "\n" not in text:
+                self._open_line.append(text)
+                return []
+            lines = text.split("\n")
+            rest = lines.pop()  # after the last line end: incomplete
+        else:
+            lines, position = [], 0
+            for match in _LINE_END.finditer(text):
+                lines.append(text[position : match.start()])
+                position = match.end()
+            rest = text[position:]
+            self._after_cr = text.endswith("\r")  # maybe the first half of a CRLF
+            if not lines:
+                self._open_line.append(rest)
+                return []
+        if self._open_line:
+            self._open_line.append(lines[0])
+            lines[0] = "".join(self._open_line)
+        self._open_line = [rest] if rest else []
         events: list[ServerSentEvent] = []
-        if "\r" not in buffer:  # the usual case: str.split is much faster than a regex walk
-            lines = buffer.split("\n")
-            self._buffer = lines.pop()  # after the last line end: incomplete
-            for line in lines:
-                event = self._line(line)
-                if event is not None:
-                    events.append(event)
-            return events
-        position = 0
-        end_of_buffer = len(buffer)
-        for match in _LINE_END.finditer(buffer):
-            if match.end() == end_of_buffer and match.group() == "\r":
-                break  # maybe the first half of a CRLF: wait for the next chunk
-            event = self._line(buffer[position : match.start()])
-            position = match.end()
-            if event is not None:
-                events.append(event)
-        self._buffer = buffer[position:]
-        return events
-
-    def flush(self) -> list[ServerSentEvent]:
-        """End of input: complete lines still buffered are processed; an event without its
-        closing blank line is discarded (it may be cut short)."""
-        tail = self._buffer + self._utf8.decode(b"", final=True)
-        self._buffer = ""
-        events: list[ServerSentEvent] = []
-        lines = _LINE_END.split(tail)
-        for line in lines[:-1]:  # the last piece has no line end: incomplete, dropped
+        for line in lines:
             event = self._line(line)
             if event is not None:
                 events.append(event)
-        self._event, self._data = None, []
         return events
+
+    def flush(self) -> list[ServerSentEvent]:
+        """End of input: an unfinished line, and an event without its closing blank line, are
+        discarded (they may be cut short)."""
+        self._utf8.decode(b"", final=True)
+        self._open_line, self._after_cr = [], False
+        self._event, self._data = None, []
+        return []
 
     def _line(self, line: str) -> ServerSentEvent | None:
         if not line:
@@ -143,25 +157,41 @@ class ToolCallDraft:
     name: str = ""
     argument_parts: list[str] = field(default_factory=list)
 
-    def build(self, default_id: str = "") -> ToolCall:
-        return build_tool_call(self.id or default_id, self.name, "".join(self.argument_parts))
+    def build(self, position: int | str) -> ToolCall:
+        return build_tool_call(self.id, self.name, "".join(self.argument_parts), position=position)
 
 
-def build_tool_call(call_id: str, name: str, raw_arguments: str) -> ToolCall:
+def synthetic_tool_call_id(position: int | str) -> str:
+    """A unique id for a tool call the model sent without one, marked by its prefix."""
+    return f"{SYNTHETIC_ID_PREFIX}{secrets.token_hex(6)}_{position}"
+
+
+def build_tool_call(
+    call_id: str, name: str, raw_arguments: str, *, position: int | str = 0
+) -> ToolCall:
     """A ToolCall from the argument text as sent; invalid JSON is kept with a readable error so
-    the engine can tell the model exactly what was wrong."""
+    the engine can tell the model exactly what was wrong. A missing id is made up and marked
+    (`synthetic_id=True`, `SYNTHETIC_ID_PREFIX`); `position`, the call's index, ends it."""
+    synthetic = not call_id
+    if synthetic:
+        call_id = synthetic_tool_call_id(position)
+        log.debug(
+            "tool call %r at position %s came without an id; using %s", name, position, call_id
+        )
     text = raw_arguments.strip()
-    if not text:
-        return ToolCall(call_id, name, {}, raw_arguments)
-    try:
-        arguments = json.loads(text)
-    except json.JSONDecodeError as exc:
-        error = f"arguments are not valid JSON: {exc.msg} at character {exc.pos}"
-        return ToolCall(call_id, name, {}, raw_arguments, error)
-    if not isinstance(arguments, dict):
-        error = f"arguments must be a JSON object, got {type(arguments).__name__}"
-        return ToolCall(call_id, name, {}, raw_arguments, error)
-    return ToolCall(call_id, name, arguments, raw_arguments)
+    error: str | None = None
+    arguments: dict = {}
+    if text:
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            error = f"arguments are not valid JSON: {exc.msg} at character {exc.pos}"
+        else:
+            if isinstance(parsed, dict):
+                arguments = parsed
+            else:
+                error = f"arguments must be a JSON object, got {type(parsed).__name__}"
+    return ToolCall(call_id, name, arguments, raw_arguments, error, synthetic)
 
 
 @dataclass(slots=True)
@@ -178,6 +208,9 @@ class StreamSnapshot:
     done: bool = False  # the protocol's end marker arrived ([DONE], message_stop)
     events: int = 0
     raw_usage: dict = field(default_factory=dict)  # provider's own usage fields, merged
+    # Anthropic: type of each content block by index, so deltas of blocks that did not start as
+    # `tool_use` (server-side tools) are not taken for tool-call arguments.
+    block_types: dict[int, str] = field(default_factory=dict)
 
     def add_text(self, text: str) -> str:
         if text:
@@ -203,10 +236,7 @@ class StreamSnapshot:
                 f"the stream ended before the model finished its answer (after {self.events} "
                 f"events, {len(self.text)} characters of text); the partial answer was discarded"
             )
-        calls = [
-            draft.build(default_id=f"call_{key}")
-            for key, draft in sorted(self.tool_calls.items(), key=_order)
-        ]
+        calls = [draft.build(key) for key, draft in sorted(self.tool_calls.items(), key=_order)]
         return ChatResponse(
             content=self.text,
             tool_calls=calls,

@@ -18,6 +18,11 @@ class ToolSpec:
     input_schema: dict[str, Any]
 
 
+# Prefix of the ids agentkit makes up for tool calls that arrived without one (some
+# OpenAI-compatible servers omit it). Such calls also carry `synthetic_id=True`.
+SYNTHETIC_ID_PREFIX = "synth_"
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     id: str
@@ -27,6 +32,9 @@ class ToolCall:
     # tell the model exactly what was wrong instead of guessing.
     raw_arguments: str = ""
     arguments_error: str | None = None
+    # True when the model sent no id and agentkit made one up (`SYNTHETIC_ID_PREFIX` + random
+    # hex + position); the made-up id is still sent back with the tool's result.
+    synthetic_id: bool = False
 
 
 @dataclass(frozen=True, slots=True)

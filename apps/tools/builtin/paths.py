@@ -13,7 +13,9 @@ directory at a time with O_NOFOLLOW (openat-style), so a component swapped for a
 check and the open makes the open fail instead of following the link.
 
 Refusals raise PathRefusedError inside this module's helpers; tools turn it into a ToolResult error
-with `.result()`, so the model sees e.g. `path_outside_workspace` and never an exception.
+with `.result()`, so the model sees e.g. `path_outside_workspace` and never an exception. A path
+the OS cannot take (NUL, over-long names, undecodable text) is `invalid_path`, never a raw
+OSError / ValueError.
 """
 
 from __future__ import annotations
@@ -28,19 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apps.engine.tools import ToolResult
+from apps.tools.builtin.text import TextFile, decode_text
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
-BINARY_SNIFF_BYTES = 8192
+MAX_NAME_BYTES = 255  # NAME_MAX of Linux file systems
+MAX_PATH_BYTES = 4_096  # PATH_MAX
 PROTECTED_DIRS = frozenset({".git"})  # writes refused anywhere below a directory of this name
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe\x00\x00", "utf-32-le"),
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xff\xfe", "utf-16-le"),
-    (b"\xfe\xff", "utf-16-be"),
-)
 
 
 class PathRefusedError(Exception):
@@ -75,14 +72,60 @@ class WorkspacePath:
 def resolve_path(root: Path | str, raw: object, *, write: bool = False) -> WorkspacePath:
     """Check `raw` against the workspace `root` and return where it really points.
 
-    Raises PathRefusedError: path_invalid, path_outside_workspace, path_special_file,
-    path_protected (write under .git/), workspace_missing.
+    Raises PathRefusedError: invalid_path (empty, NUL, over-long, undecodable, a link loop, or
+    anything else the OS cannot take as a path), path_outside_workspace, path_special_file,
+    path_protected (write under .git/), workspace_missing. Never a raw OSError / ValueError.
     """
     if not isinstance(raw, str) or not raw.strip():
-        raise PathRefusedError("path_invalid", "path must be a non-empty string")
+        raise PathRefusedError(
+            "invalid_path",
+            "path must be a non-empty string, relative to the workspace root (e.g. 'src/app.py').",
+        )
+    _check_path_text(raw)
+    try:
+        return _resolve(Path(root), raw, write)
+    except (OSError, ValueError) as exc:  # what the OS refuses to take as a path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise PathRefusedError(
+            "invalid_path",
+            f"{_quoted(raw)} cannot be used as a path ({reason}). {_PATH_ADVICE}",
+        ) from None
+
+
+_PATH_ADVICE = (
+    "Use a path relative to the workspace root, e.g. 'src/app.py': UTF-8 text without NUL "
+    f"characters, each name at most {MAX_NAME_BYTES} bytes, the whole at most {MAX_PATH_BYTES}."
+)
+
+
+def _quoted(raw: str) -> str:
+    """The path as messages show it: repr, cut so a huge path cannot flood the output."""
+    shown = repr(raw)
+    return shown if len(shown) <= 120 else shown[:100] + f"…' ({len(raw)} characters)"
+
+
+def _check_path_text(raw: str) -> None:
     if "\x00" in raw:
-        raise PathRefusedError("path_invalid", "path must not contain NUL characters")
-    given_root = Path(root)
+        raise PathRefusedError(
+            "invalid_path", f"path must not contain NUL characters. {_PATH_ADVICE}"
+        )
+    try:
+        encoded = os.fsencode(raw)
+    except UnicodeError:
+        raise PathRefusedError(
+            "invalid_path", f"{_quoted(raw)} is not valid text for a file name. {_PATH_ADVICE}"
+        ) from None
+    if len(encoded) > MAX_PATH_BYTES:
+        raise PathRefusedError("invalid_path", f"path is {len(encoded)} bytes long. {_PATH_ADVICE}")
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > MAX_NAME_BYTES:
+        raise PathRefusedError(
+            "invalid_path",
+            f"{_quoted(raw)} has a name of {longest} bytes. {_PATH_ADVICE}",
+        )
+
+
+def _resolve(given_root: Path, raw: str, write: bool) -> WorkspacePath:
     try:
         real_root = given_root.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -95,20 +138,28 @@ def resolve_path(root: Path | str, raw: object, *, write: bool = False) -> Works
         how = "is an absolute path outside" if os.path.isabs(raw) else "uses '..' to leave"
         raise PathRefusedError(
             "path_outside_workspace",
-            f"{raw!r} {how} the workspace. Use a path relative to the workspace root "
+            f"{_quoted(raw)} {how} the workspace. Use a path relative to the workspace root "
             f"(e.g. 'src/app.py').",
         )
+    loop = PathRefusedError(
+        "invalid_path",
+        f"{_quoted(raw)} goes through a symbolic link loop; use the path of a real file or "
+        f"directory.",
+    )
     try:
         resolved = candidate.resolve(strict=False)
     except RuntimeError:  # Python 3.11 reports a symlink loop this way
-        raise PathRefusedError("path_invalid", f"{raw!r} is a symbolic link loop") from None
+        raise loop from None
+    try:  # resolve() treats a looping component as a name ('loop/..' -> root); the kernel does not
+        os.stat(candidate)
     except OSError as exc:
-        raise PathRefusedError("path_invalid", f"{raw!r} cannot be resolved: {exc}") from None
+        if exc.errno == errno.ELOOP:
+            raise loop from None
     if not _is_within(resolved, real_root):
         raise PathRefusedError(
             "path_outside_workspace",
-            f"{raw!r} leads outside the workspace through a symbolic link; only files inside the "
-            f"workspace can be used.",
+            f"{_quoted(raw)} leads outside the workspace through a symbolic link; only files "
+            f"inside the workspace can be used.",
         )
     relative = resolved.relative_to(real_root)
     shown = relative.as_posix() if relative.parts else "."
@@ -189,8 +240,12 @@ def _os_refusal(wp: WorkspacePath, exc: OSError, verb: str) -> PathRefusedError:
         )
     if exc.errno == errno.ENOTDIR:
         return PathRefusedError(
-            "path_invalid", f"cannot {verb} {wp.shown}: one of its parents is a file"
+            "invalid_path",
+            f"cannot {verb} {wp.shown}: one of its parents is a file; check the path with "
+            f"search(glob=...).",
         )
+    if exc.errno == errno.ENAMETOOLONG:
+        return PathRefusedError("invalid_path", f"cannot {verb} {wp.shown}: {_PATH_ADVICE}")
     if exc.errno == errno.EISDIR:
         return PathRefusedError("is_a_directory", f"{wp.shown} is a directory")
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -220,8 +275,9 @@ def read_bytes(wp: WorkspacePath, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
                     raise PathRefusedError(
                         "file_too_large",
                         f"{wp.shown} is {info.st_size / 1_048_576:.1f} MB, over the "
-                        f"{max_bytes // 1_048_576} MB limit of file tools; use search to find "
-                        f"what you need in it.",
+                        f"{max_bytes // 1_048_576} MB limit of reading and editing. search reads "
+                        f"files of any size: use search(pattern=..., path='{wp.shown}') to find "
+                        f"the lines you need in it.",
                     )
                 return handle.read(max_bytes + 1)
     except OSError as exc:
@@ -282,57 +338,6 @@ def delete_file(wp: WorkspacePath, *, remove_dirs: tuple[str, ...] = ()) -> None
                 os.rmdir(name, dir_fd=dir_fd)  # fails, and is skipped, if no longer empty
 
 
-# --- text ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TextFile:
-    """A decoded file, with what it takes to write it back byte-for-byte."""
-
-    text: str  # line endings as in the file
-    encoding: str  # codec for text.encode(); "utf-8" also covers plain ASCII
-    bom: bytes = b""
-
-    @property
-    def crlf(self) -> bool:
-        """True when every line break is CRLF (mixed files are edited as they are)."""
-        crlf = self.text.count("\r\n")
-        return crlf > 0 and crlf == self.text.count("\n")
-
-    def encode(self, text: str) -> bytes:
-        return self.bom + text.encode(self.encoding)
-
-
-def looks_binary(data: bytes) -> bool:
-    head = data[:BINARY_SNIFF_BYTES]
-    if any(head.startswith(bom) for bom, _ in _BOMS):
-        return False
-    return b"\x00" in head
-
-
-def decode_text(data: bytes) -> TextFile | None:
-    """Decode a file's bytes, or None when they are binary. UTF-8 (with or without BOM) and
-    UTF-16/32 with BOM are recognised; anything else that is not binary is read as Latin-1, which
-    maps every byte to one character and so writes back unchanged."""
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                return TextFile(data[len(bom) :].decode(encoding), encoding, bom)
-            except UnicodeDecodeError:
-                return None
-    if looks_binary(data):
-        return None
-    try:
-        return TextFile(data.decode("utf-8"), "utf-8")
-    except UnicodeDecodeError:
-        pass
-    sample = data[:BINARY_SNIFF_BYTES]
-    control = sum(1 for byte in sample if byte < 32 and byte not in b"\t\n\r\f\v\x1b")
-    if sample and control / len(sample) > 0.05:
-        return None
-    return TextFile(data.decode("latin-1"), "latin-1")
-
-
 def read_text(wp: WorkspacePath) -> TextFile:
     return text_of(wp, read_bytes(wp))
 
@@ -346,45 +351,3 @@ def text_of(wp: WorkspacePath, data: bytes) -> TextFile:
             f"{wp.shown} is a binary file; file tools only read and edit text.",
         )
     return text
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines without their terminators, numbered like editors and `ast` do ("\\n" separated; a
-    final newline does not start another line). A "\\r" before "\\n" stays on its line."""
-    if not text:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    return lines
-
-
-# --- showing lines -------------------------------------------------------------------------------
-
-MAX_LINE_CHARS = 2000  # longer lines (minified code, data) are cut when shown
-
-
-def number_line(number: int, line: str) -> str:
-    """One line as view and read_file show it: right-aligned number, a tab, the text."""
-    line = line.removesuffix("\r")
-    if len(line) > MAX_LINE_CHARS:
-        line = (
-            f"{line[:MAX_LINE_CHARS]}… [{len(line) - MAX_LINE_CHARS} more characters on this line]"
-        )
-    return f"{number:6}\t{line}"
-
-
-def numbered_window(lines: list[str], first: int, last: int, *, budget: int) -> tuple[str, int]:
-    """Lines first..last (1-based, inclusive) with numbers, stopping before `budget` characters
-    (at least one line is shown). Returns the text and the number of the last line shown."""
-    out: list[str] = []
-    used = 0
-    shown = first - 1
-    for number in range(first, last + 1):
-        entry = number_line(number, lines[number - 1])
-        if out and used + len(entry) + 1 > budget:
-            break
-        out.append(entry)
-        used += len(entry) + 1
-        shown = number
-    return "\n".join(out), shown

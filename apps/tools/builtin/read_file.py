@@ -22,15 +22,7 @@ from typing import Any
 
 from apps.engine.tools import Tool, ToolResult
 from apps.tools.builtin.context import ToolContext
-from apps.tools.builtin.paths import (
-    PathRefusedError,
-    WorkspacePath,
-    decode_text,
-    numbered_window,
-    read_bytes,
-    resolve_path,
-    split_lines,
-)
+from apps.tools.builtin.paths import PathRefusedError, WorkspacePath, read_bytes, resolve_path
 from apps.tools.builtin.symbols import (
     CONTAINER_KINDS,
     SymbolSpan,
@@ -39,6 +31,7 @@ from apps.tools.builtin.symbols import (
     leading_comment_start,
     supported_languages_phrase,
 )
+from apps.tools.builtin.text import decode_text, numbered_window, split_lines
 
 READ_BUDGET_CHARS = 9_500  # whole output, under the ToolSet's 10,000-character cap
 LIST_BUDGET_CHARS = 1_500  # for symbol lists inside notes and errors
@@ -271,6 +264,7 @@ def find_symbol(symbols: list[SymbolSpan], query: str) -> list[SymbolSpan]:
     ending in it ("Inner.method" finds "Outer.Inner.method"), then any definition with that name;
     definitions local to a function come after the others. Source order within each group."""
     wanted = query.strip().replace("::", ".").replace("#", ".").removesuffix("()")
+    wanted = wanted.replace(".prototype.", ".")  # JavaScript: Foo.prototype.bar is Foo.bar
     if not wanted:
         return []
 

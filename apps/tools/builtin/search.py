@@ -2,37 +2,51 @@
 
 Walks the workspace (or a subdirectory) like ripgrep does by default: files ignored by
 `.gitignore` (at every level, plus `.git/info/exclude`) are skipped, and so are version-control
-and cache directories, binary files, files over 10 MB and symbolic links (never followed, so a
-link cannot lead the search outside the workspace). Results are capped, sorted by path, one
-`path:line:text` per match.
+and cache directories, binary files and symbolic links (never followed, so a link cannot lead the
+search outside the workspace). Results are capped, sorted by path, one `path:line:text` per match.
+
+Nothing here can stall the server: patterns, globs and `.gitignore` rules run on RE2 (linear
+time, see globs.py), files are read in chunks of bounded size (so a file of any size can be
+searched), the whole search runs in a worker thread, and it stops after
+SEARCH_TIME_LIMIT_SECONDS with the results found so far and a note saying so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
-import re
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from apps.engine.tools import Tool, ToolResult
 from apps.tools.builtin.context import ToolContext
-from apps.tools.builtin.paths import (
-    MAX_FILE_BYTES,
-    PathRefusedError,
-    WorkspacePath,
-    looks_binary,
-    resolve_path,
+from apps.tools.builtin.globs import (
+    MAX_PATTERN_CHARS,
+    GitIgnore,
+    PatternError,
+    compile_glob,
+    compile_regex,
+    line_prefilter,
 )
+from apps.tools.builtin.paths import PathRefusedError, WorkspacePath, resolve_path
+from apps.tools.builtin.text import looks_binary
+
+__all__ = ["GitIgnore", "SearchTool", "compile_glob", "walk_files"]
 
 DEFAULT_MAX_RESULTS = 100
 MAX_RESULTS_LIMIT = 1_000
 OUTPUT_BUDGET_CHARS = 9_000  # under the ToolSet's 10,000-character cap
 MATCH_TEXT_CHARS = 200
 MAX_FILES_SCANNED = 50_000
+SEARCH_TIME_LIMIT_SECONDS = 10.0  # wall time of one search; then partial results and a note
+READ_CHUNK_BYTES = 256 * 1024  # files are searched a chunk of whole lines at a time
+MAX_PIECE_CHARS = 1_000_000  # a line longer than this is searched in pieces of this size
 # Pruned wherever they appear below the search root, ignored or not: never what the agent means.
 ALWAYS_SKIPPED_DIRS = frozenset(
     {
@@ -55,12 +69,14 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 class SearchTool(Tool):
     name = "search"
     description = (
-        "Find text or files in the workspace. pattern: a Python regular expression searched "
-        "line by line (use (?i) for case-insensitive); each match is shown as path:line:text. "
-        "glob: a file name pattern like '**/*.py' or 'src/*.ts' (without '/', it matches the "
-        "file name at any depth); alone it lists matching files, with pattern it limits the "
-        "search to them. path: a subdirectory (or file) to search in. Files ignored by "
-        ".gitignore, binary files and dependency/cache directories are skipped."
+        "Find text or files in the workspace. pattern: a regular expression (RE2 syntax: like "
+        "Python's, without backreferences or lookaround) searched line by line (use (?i) for "
+        "case-insensitive); each match is shown as path:line:text. Files of any size are "
+        "searched. glob: a file name pattern like '**/*.py' or 'src/*.ts' (without '/', it "
+        "matches the file name at any depth); alone it lists matching files, with pattern it "
+        "limits the search to them. path: a subdirectory (or file) to search in. Files ignored "
+        "by .gitignore, binary files and dependency/cache directories are skipped. A search "
+        f"stops after {SEARCH_TIME_LIMIT_SECONDS:g} s with the results found so far."
     )
     input_schema = {
         "type": "object",
@@ -68,11 +84,13 @@ class SearchTool(Tool):
             "pattern": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Regular expression (Python syntax) to search for.",
+                "maxLength": MAX_PATTERN_CHARS,
+                "description": "Regular expression (RE2 syntax) to search for.",
             },
             "glob": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": MAX_PATTERN_CHARS,
                 "description": "Only files matching this glob, e.g. '**/*.py'.",
             },
             "path": {
@@ -90,8 +108,9 @@ class SearchTool(Tool):
         "additionalProperties": False,
     }
 
-    def __init__(self, ctx: ToolContext):
+    def __init__(self, ctx: ToolContext, *, time_limit: float = SEARCH_TIME_LIMIT_SECONDS):
         self.ctx = ctx
+        self.time_limit = time_limit
 
     async def execute(
         self,
@@ -106,34 +125,33 @@ class SearchTool(Tool):
                 "give pattern (a regex to search for), glob (files to list, e.g. '**/*.py'), "
                 "or both.",
             )
-        regex = None
-        if pattern is not None:
-            try:
-                regex = re.compile(pattern)
-            except re.error as exc:
-                return ToolResult.failure(
-                    "invalid_regex",
-                    f"pattern is not a valid regular expression: {exc}. Escape special "
-                    f"characters such as ( [ . * + ? with a backslash to match them literally.",
-                )
-        file_filter = compile_glob(glob) if glob is not None else None
-        limit = max_results or DEFAULT_MAX_RESULTS
-        return await asyncio.to_thread(
-            _search, self.ctx.root, path or ".", regex, file_filter, glob, limit
-        )
+        query = _Query(pattern, glob, max_results or DEFAULT_MAX_RESULTS, self.time_limit)
+        return await asyncio.to_thread(_search, self.ctx.root, path or ".", query)
 
 
 # --- the search ----------------------------------------------------------------------------------
 
 
-def _search(
-    root: Path,
-    path: str,
-    regex: re.Pattern[str] | None,
-    file_filter: re.Pattern[str] | None,
-    glob: str | None,
-    limit: int,
-) -> ToolResult:
+@dataclass
+class _Query:
+    pattern: str | None
+    glob: str | None
+    limit: int
+    time_limit: float
+    regex: Any = None  # compiled RE2 patterns, set in the worker thread
+    prefilter: Any = None
+    file_filter: Any = None
+
+
+def _search(root: Path, path: str, query: _Query) -> ToolResult:
+    try:
+        if query.pattern is not None:
+            query.regex = compile_regex(query.pattern)
+            query.prefilter = line_prefilter(query.pattern)
+        if query.glob is not None:
+            query.file_filter = compile_glob(query.glob)
+    except PatternError as exc:
+        return ToolResult.failure(exc.error_code, exc.message)
     try:
         wp = resolve_path(root, path)
     except PathRefusedError as exc:
@@ -142,62 +160,105 @@ def _search(
         return ToolResult.failure(
             "file_not_found", f"{wp.shown} does not exist; search the workspace with path '.'."
         )
-    return _run(wp, regex, file_filter, glob, limit)
+    return _run(wp, query)
 
 
 @dataclass
 class _Scan:
+    deadline: float = float("inf")  # time.monotonic() value
     files: int = 0
     skipped_binary: int = 0
-    skipped_large: int = 0
     truncated_walk: bool = False
+    timed_out: bool = False
     results: list[str] = field(default_factory=list)
     more: bool = False
 
+    def out_of_time(self) -> bool:
+        if time.monotonic() > self.deadline:
+            self.timed_out = True
+        return self.timed_out
 
-def _run(
-    wp: WorkspacePath,
-    regex: re.Pattern[str] | None,
-    file_filter: re.Pattern[str] | None,
-    glob: str | None,
-    limit: int,
-) -> ToolResult:
-    scan = _Scan()
+
+def _run(wp: WorkspacePath, query: _Query) -> ToolResult:
+    scan = _Scan(deadline=time.monotonic() + query.time_limit)
     for relative, dir_fd, name in walk_files(wp, scan):
-        if file_filter is not None:
+        if query.file_filter is not None:
             below = relative if wp.shown == "." else relative[len(wp.shown) + 1 :]
-            if not file_filter.match(below or name):
+            if not query.file_filter.fullmatch(below or name):
                 continue
-        if regex is None:
-            if len(scan.results) >= limit:
+        if query.regex is None:
+            if len(scan.results) >= query.limit:
                 scan.more = True
                 break
             scan.results.append(relative)
             continue
-        text = _read_text(dir_fd, name, scan)
-        if text is None or regex.search(text) is None:
-            continue
-        for number, line in enumerate(text.split("\n"), start=1):
-            if regex.search(line):
-                if len(scan.results) >= limit:
-                    scan.more = True
-                    break
-                shown = line.rstrip("\r")
-                if len(shown) > MATCH_TEXT_CHARS:
-                    shown = shown[:MATCH_TEXT_CHARS] + "…"
-                scan.results.append(f"{relative}:{number}:{shown}")
-        if scan.more:
+        _search_file(dir_fd, name, relative, query, scan)
+        if scan.more or scan.timed_out:
             break
-    return _report(wp, regex, glob, limit, scan)
+    return _report(wp, query, scan)
 
 
-def _report(
-    wp: WorkspacePath, regex: re.Pattern[str] | None, glob: str | None, limit: int, scan: _Scan
-) -> ToolResult:
-    what = f"/{regex.pattern}/" if regex is not None else f"files matching {glob!r}"
+def _search_file(dir_fd: int, name: str, relative: str, query: _Query, scan: _Scan) -> None:
+    """Search one file a chunk of whole lines at a time, so memory and the time between two
+    deadline checks stay bounded whatever the file's size."""
+    try:
+        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        number = 1  # the line the next block starts on
+        pending = ""
+        first = True
+        while True:
+            chunk = handle.read(READ_CHUNK_BYTES)
+            if first:
+                if looks_binary(chunk):
+                    scan.skipped_binary += 1
+                    return
+                first = False
+            text = pending + decoder.decode(chunk, final=not chunk)
+            if not chunk:  # the end: what is left is the last line (no final newline)
+                if text:
+                    _search_block(text, number, relative, query, scan)
+                return
+            cut = text.rfind("\n")
+            if cut >= 0:
+                block, pending = text[:cut], text[cut + 1 :]
+                _search_block(block, number, relative, query, scan)
+                number += block.count("\n") + 1
+            elif len(text) >= MAX_PIECE_CHARS:  # one huge line: search it in pieces
+                pending = ""
+                _search_block(text, number, relative, query, scan)
+            else:
+                pending = text
+            if scan.more or scan.out_of_time():
+                return
+
+
+def _search_block(block: str, number: int, relative: str, query: _Query, scan: _Scan) -> None:
+    """Lines of `block` (no final newline), the first being line `number`."""
+    if query.prefilter is not None and query.prefilter.search(block) is None:
+        return
+    for offset, line in enumerate(block.split("\n")):
+        if query.regex.search(line) is None:
+            continue
+        if len(scan.results) >= query.limit:
+            scan.more = True
+            return
+        shown = line.rstrip("\r")
+        if len(shown) > MATCH_TEXT_CHARS:
+            shown = shown[:MATCH_TEXT_CHARS] + "…"
+        scan.results.append(f"{relative}:{number + offset}:{shown}")
+
+
+def _report(wp: WorkspacePath, query: _Query, scan: _Scan) -> ToolResult:
+    what = f"/{query.pattern}/" if query.pattern is not None else f"files matching {query.glob!r}"
     where = "the workspace" if wp.shown == "." else wp.shown
-    if regex is not None and glob is not None:
-        where += f" (files matching {glob!r})"
+    if query.pattern is not None and query.glob is not None:
+        where += f" (files matching {query.glob!r})"
     lines: list[str] = []
     used = 0
     for entry in scan.results:
@@ -212,15 +273,15 @@ def _report(
             f"[Showing the first {len(lines)} results; there are more. Narrow the search with "
             f"path, glob or a more specific pattern.]"
         )
+    if scan.timed_out:
+        notes.append(
+            f"[Search stopped after {query.time_limit:g} s ({scan.files} files looked at); the "
+            f"results are partial. Narrow the path or the pattern.]"
+        )
     if scan.truncated_walk:
         notes.append(f"[Stopped after {MAX_FILES_SCANNED} files; narrow the search with path.]")
-    skipped = []
-    if scan.skipped_binary:
-        skipped.append(f"{scan.skipped_binary} binary")
-    if scan.skipped_large:
-        skipped.append(f"{scan.skipped_large} over 10 MB")
-    if skipped and regex is not None:
-        notes.append(f"[Skipped {' and '.join(skipped)} files.]")
+    if scan.skipped_binary and query.pattern is not None:
+        notes.append(f"[Skipped {scan.skipped_binary} binary files.]")
     if not lines:
         body = f"No matches for {what} in {where} ({scan.files} files looked at)."
     else:
@@ -230,26 +291,8 @@ def _report(
         results=len(lines),
         more=scan.more,
         files_scanned=scan.files,
+        timed_out=scan.timed_out,
     )
-
-
-def _read_text(dir_fd: int, name: str, scan: _Scan) -> str | None:
-    try:
-        fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_size > MAX_FILE_BYTES:
-            scan.skipped_large += 1
-            return None
-        data = handle.read(MAX_FILE_BYTES + 1)
-    if looks_binary(data):
-        scan.skipped_binary += 1
-        return None
-    return data.decode("utf-8", errors="replace")
 
 
 def walk_files(wp: WorkspacePath, scan: _Scan | None = None) -> Iterator[tuple[str, int, str]]:
@@ -276,6 +319,8 @@ def walk_files(wp: WorkspacePath, scan: _Scan | None = None) -> Iterator[tuple[s
             ignore.load(relative_dir, dir_fd)
         kept = []
         for name in sorted(dirnames):
+            if scan.out_of_time():
+                return
             child = f"{relative_dir}/{name}" if relative_dir else name
             if name in ALWAYS_SKIPPED_DIRS or ignore.ignored(child, is_dir=True):
                 continue
@@ -284,6 +329,8 @@ def walk_files(wp: WorkspacePath, scan: _Scan | None = None) -> Iterator[tuple[s
                     kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
+            if scan.out_of_time():
+                return
             child = f"{relative_dir}/{name}" if relative_dir else name
             if ignore.ignored(child, is_dir=False):
                 continue
@@ -298,135 +345,3 @@ def walk_files(wp: WorkspacePath, scan: _Scan | None = None) -> Iterator[tuple[s
                 return
             scan.files += 1
             yield child, dir_fd, name
-
-
-# --- globs and .gitignore ------------------------------------------------------------------------
-
-
-def _translate(pattern: str) -> str:
-    """A glob / gitignore pattern as a regex over '/'-separated paths: `*` and `?` stay inside
-    one segment, `**` crosses segments (`**/` = zero or more directories), `[...]` is a class."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            if pattern.startswith("**", i):
-                if pattern.startswith("**/", i):
-                    out.append("(?:.*/)?")
-                    i += 3
-                else:
-                    out.append(".*")
-                    i += 2
-                continue
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", i + 2 if pattern.startswith("[!", i) else i + 1)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end + 1
-                continue
-        elif char == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def compile_glob(glob: str) -> re.Pattern[str]:
-    """A file finder glob, matched against the path below the search directory. Without '/',
-    it matches the file name at any depth ('*.py' finds every Python file, like find -name)."""
-    glob = glob.strip().removeprefix("./").lstrip("/")
-    if "/" not in glob:
-        return re.compile(f"(?:.*/)?{_translate(glob)}$")
-    return re.compile(_translate(glob) + "$")
-
-
-@dataclass(frozen=True)
-class _Rule:
-    base: str  # directory of the .gitignore, relative to the workspace root ("" for the root)
-    regex: re.Pattern[str]
-    negated: bool
-    directory_only: bool
-
-
-class GitIgnore:
-    """The rules of every .gitignore from the workspace root down to the current directory, plus
-    .git/info/exclude, evaluated as git does: the last matching rule wins, `!` re-includes,
-    a trailing `/` matches directories only, a pattern with a `/` is relative to its file's
-    directory, one without matches at any depth. (Re-including a file inside an ignored
-    directory is impossible in git too: the walk never enters ignored directories.)"""
-
-    def __init__(self) -> None:
-        self.rules: list[_Rule] = []
-
-    def load_chain(self, root: Path, parts: tuple[str, ...]) -> None:
-        """Rules of the root and of each directory from the root to parts (exclusive of a file)."""
-        self._load_file(root / ".git" / "info" / "exclude", "")
-        self._load_file(root / ".gitignore", "")
-        for depth in range(1, len(parts) + 1):
-            base = "/".join(parts[:depth])
-            self._load_file(root / base / ".gitignore", base)
-
-    def load(self, base: str, dir_fd: int) -> None:
-        try:
-            fd = os.open(".gitignore", _OPEN_FLAGS, dir_fd=dir_fd)
-        except OSError:
-            return
-        with os.fdopen(fd, "rb") as handle:
-            self._add(handle.read(1_000_000).decode("utf-8", errors="replace"), base)
-
-    def _load_file(self, path: Path, base: str) -> None:
-        with contextlib.suppress(OSError):
-            if path.is_symlink() or not path.is_file():
-                return
-            self._add(path.read_text(encoding="utf-8", errors="replace"), base)
-
-    def _add(self, text: str, base: str) -> None:
-        for raw in text.splitlines():
-            line = raw.rstrip("\r")
-            if not line or line.startswith("#"):
-                continue
-            # trailing spaces are ignored unless escaped with a backslash
-            stripped = line.rstrip(" ")
-            if stripped.endswith("\\") and len(stripped) < len(line):
-                stripped += " "
-            line = stripped
-            negated = line.startswith("!")
-            if negated or line.startswith(("\\!", "\\#")):
-                line = line[1:]
-            directory_only = line.endswith("/")
-            line = line.rstrip("/")
-            if not line:
-                continue
-            if "/" in line:
-                regex = "^" + _translate(line.lstrip("/")) + "$"
-            else:
-                regex = "^(?:.*/)?" + _translate(line) + "$"
-            with contextlib.suppress(re.error):
-                self.rules.append(_Rule(base, re.compile(regex), negated, directory_only))
-
-    def ignored(self, relative: str, *, is_dir: bool) -> bool:
-        verdict = False
-        for rule in self.rules:
-            if rule.directory_only and not is_dir:
-                continue
-            if rule.base:
-                if not relative.startswith(rule.base + "/"):
-                    continue
-                below = relative[len(rule.base) + 1 :]
-            else:
-                below = relative
-            if rule.regex.match(below):
-                verdict = not rule.negated
-        return verdict

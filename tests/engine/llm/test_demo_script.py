@@ -13,10 +13,9 @@ import pytest
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm import DEMO_SCRIPT, ChatRequest, Gateway, Message, load_script
 from apps.engine.tools import ToolSet
+from apps.tools.builtin import registry as builtin
+from apps.tools.builtin.context import ToolContext
 from tests.support import ROOT
-
-builtin = pytest.importorskip("apps.tools.builtin.registry")
-from apps.tools.builtin.context import ToolContext  # noqa: E402
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from apps.engine.llm import (
     Usage,
     cost_of,
 )
-from tests.engine.llm.conftest import ask, config_for
+from tests.engine.llm.conftest import ask, config_for, recording
 from tests.fakes.llm_server import Fault
 from tests.support import free_port
 
@@ -167,6 +167,77 @@ async def test_error_event_after_200_is_a_typed_status_error_when_retries_are_sp
         with pytest.raises(LLMStatusError, match="error event in the stream") as info:
             await run_stream(gateway)
     assert info.value.retryable
+
+
+GROQ_TOOL_USE_FAILED = {
+    "message": "Failed to call a function. Please adjust your prompt. See 'failed_generation'.",
+    "type": "invalid_request_error",
+    "code": "tool_use_failed",
+    "failed_generation": '<function=read_file{"path": "a.py"}</function>',
+}
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_in_stream_invalid_request_error_is_a_bad_request_and_not_retried(
+    answering, recorded_sleep, provider
+):
+    answering.fail_next(Fault.stream_error(GROQ_TOOL_USE_FAILED, after_chunks=2))
+    config = config_for(answering, {"main": provider}, attempts=3)
+    async with Gateway(config, sleep=recorded_sleep) as gateway:
+        with pytest.raises(
+            LLMStatusError, match="invalid_request_error: Failed to call a function"
+        ) as info:
+            await run_stream(gateway)
+    assert (info.value.status_code, info.value.retryable) == (400, False)
+    assert len(answering.requests) == 1 and recorded_sleep.waits == []
+
+
+async def test_error_body_in_a_200_json_answer_is_classified_by_its_type(answering, recorded_sleep):
+    answering.fail_next(Fault.error_event(error_type="invalid_request_error"))
+    config = config_for(answering, {"main": "openai"}, attempts=3)
+    async with Gateway(config, sleep=recorded_sleep) as gateway:
+        with pytest.raises(LLMStatusError) as info:
+            await gateway.complete(ask())
+    assert (info.value.status_code, info.value.retryable) == (400, False)
+    assert len(answering.requests) == 1 and not answering.requests[0].stream
+
+
+async def test_anthropic_server_side_tools_over_http_give_only_the_real_tool_call(answering):
+    answering.fail_next(Fault.recorded_stream(recording("anthropic_server_tools.sse"), 48))
+    async with Gateway(config_for(answering, {"main": "anthropic"})) as gateway:
+        shown, _, response = await run_stream(gateway)
+    (call,) = response.tool_calls
+    assert (call.id, call.name, call.arguments) == (
+        "toolu_01RealRead",
+        "read_file",
+        {"path": "textkit/slug.py", "symbol": "slugify"},
+    )
+    assert shown == response.content and response.content.endswith("read our slugify.")
+
+
+async def test_in_stream_rate_limit_error_is_a_rate_limit_error_and_retried(
+    answering, recorded_sleep
+):
+    error = {"message": "Rate limit reached", "type": "tokens", "code": "rate_limit_exceeded"}
+    answering.fail_next(Fault.stream_error(error))
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        shown, restarts, response = await run_stream(gateway)
+    assert (restarts, shown, response.content) == (1, ANSWER, ANSWER)
+    assert len(answering.requests) == 2
+    answering.reset()
+    answering.fail_next(*[Fault.stream_error(error)] * 3)
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        with pytest.raises(RateLimitError):
+            await run_stream(gateway)
+    assert len(answering.requests) == 3
+
+
+async def test_in_stream_server_error_is_retried(answering, recorded_sleep):
+    error = {"message": "The server had an error processing your request.", "type": "server_error"}
+    answering.fail_next(Fault.stream_error(error))
+    async with Gateway(config_for(answering, {"main": "openai"}), sleep=recorded_sleep) as gateway:
+        _, restarts, response = await run_stream(gateway)
+    assert (restarts, response.content, len(answering.requests)) == (1, ANSWER, 2)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -76,3 +76,27 @@ def test_any_chunking_of_a_recorded_stream_gives_the_same_events(cuts):
         start = position
     assert list(decode_all(pieces)) == whole
     assert len(whole) == 21 + 3
+
+
+def test_a_cr_ending_a_chunk_ends_its_line_and_a_following_lf_is_not_a_blank_line():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\r") == []
+    assert decoder.feed(b"\ndata: b\r") == []  # the LF completes the CRLF: no dispatch yet
+    assert [e.data for e in decoder.feed(b"\r")] == ["a\nb"]
+
+
+def test_a_long_line_in_small_chunks_is_one_line():
+    payload = "x" * 100_000
+    data = f"data: {payload}\n\n".encode()
+    (event,) = events_of(data, chunk=48)
+    assert event.data == payload
+    (event,) = events_of(data.replace(b"\n", b"\r\n"), chunk=47)
+    assert event.data == payload
+
+
+def test_a_line_still_open_keeps_the_decoder_pending_until_its_end():
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: par") == [] and decoder.pending
+    assert decoder.feed(b"tial") == []
+    assert [e.data for e in decoder.feed(b"\n\n")] == ["partial"]
+    assert not decoder.pending

@@ -14,8 +14,12 @@ Pure functions: `build_body`, `parse_response`, `accumulate`. Mapping from the n
   includes them (input + cache_read + cache_creation).
 
 Stream events handled: `message_start`, `content_block_start/delta/stop` (`text_delta`,
-`input_json_delta`; thinking and signature deltas are ignored), `message_delta`, `message_stop`,
-`ping`, `error` (after HTTP 200: a typed error); unknown event types are ignored.
+`input_json_delta`; thinking, signature and citations deltas are ignored), `message_delta`,
+`message_stop`, `ping`, `error` (after HTTP 200: a typed error); unknown event types are ignored.
+Only blocks that start as `tool_use` become tool calls: the `input_json_delta` fragments of
+server-side tools (`server_tool_use`: web search, code execution, tool search) and their result
+blocks (`web_search_tool_result`, ...) ran on Anthropic's side and are skipped; a real call keeps
+its block index (for order) and its id. `usage.server_tool_use` counts are kept in `raw_usage`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from apps.engine.llm.errors import status_error
+from apps.engine.llm.errors import body_error
 from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, Usage
@@ -41,19 +45,6 @@ STOP_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
     "pause_turn": "pause",
-}
-
-ERROR_TYPE_STATUS = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "billing_error": 402,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
 }
 
 
@@ -158,13 +149,14 @@ def normalize_stop_reason(reason: str | None) -> str | None:
 def parse_response(data: dict[str, Any]) -> ChatResponse:
     text_parts: list[str] = []
     calls = []
-    for block in data.get("content") or []:
+    for index, block in enumerate(data.get("content") or []):
         kind = block.get("type")
         if kind == "text":
             text_parts.append(block.get("text") or "")
-        elif kind == "tool_use":
+        elif kind == "tool_use":  # server_tool_use blocks ran on Anthropic's side: not ours
             raw = json.dumps(block.get("input") or {}, ensure_ascii=False)
-            calls.append(build_tool_call(block.get("id") or "", block.get("name") or "", raw))
+            name = block.get("name") or ""
+            calls.append(build_tool_call(block.get("id") or "", name, raw, position=index))
     return ChatResponse(
         content="".join(text_parts),
         tool_calls=calls,
@@ -172,12 +164,6 @@ def parse_response(data: dict[str, Any]) -> ChatResponse:
         finish_reason=normalize_stop_reason(data.get("stop_reason")),
         model=data.get("model") or "",
     )
-
-
-def error_status(data: Any) -> int:
-    error = data.get("error") if isinstance(data, dict) else None
-    kind = error.get("type") if isinstance(error, dict) else None
-    return ERROR_TYPE_STATUS.get(str(kind), 500)
 
 
 def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
@@ -192,10 +178,13 @@ def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
         if delta_kind == "text_delta":
             return snapshot.add_text(delta.get("text") or "")
         if delta_kind == "input_json_delta":
-            snapshot.tool(int(data["index"])).argument_parts.append(delta.get("partial_json") or "")
-        return ""
+            index = int(data["index"])
+            if snapshot.block_types.get(index) == "tool_use":  # not server_tool_use & co.
+                snapshot.tool(index).argument_parts.append(delta.get("partial_json") or "")
+        return ""  # citations_delta, thinking_delta, signature_delta, unknown deltas
     if kind == "content_block_start":
         block = data["content_block"]
+        snapshot.block_types[int(data["index"])] = str(block.get("type"))
         if block.get("type") == "tool_use":
             draft = snapshot.tool(int(data["index"]))
             draft.id = block.get("id") or draft.id
@@ -218,7 +207,7 @@ def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
     elif kind == "message_stop":
         snapshot.done = True
     elif kind == "error":
-        raise status_error(error_status(data), data)
+        raise body_error(data)  # classified by its type, like the same error sent with its status
     return ""  # ping, content_block_stop, and event types this code does not know
 
 
@@ -228,6 +217,9 @@ def _merge_usage(snapshot: StreamSnapshot, usage: dict[str, Any] | None) -> None
     for key, value in usage.items():
         if isinstance(value, int):
             snapshot.raw_usage[key] = value
+        elif isinstance(value, dict):  # server_tool_use: {"web_search_requests": 1, ...}
+            counts = {k: v for k, v in value.items() if isinstance(v, int)}
+            snapshot.raw_usage[key] = {**snapshot.raw_usage.get(key, {}), **counts}
     snapshot.usage = usage_from(snapshot.raw_usage)
 
 

@@ -27,6 +27,7 @@ from apps.engine.llm.errors import (
     LLMConnectionError,
     LLMStatusError,
     LLMTimeoutError,
+    body_error,
     status_error,
 )
 from apps.engine.llm.sse import ServerSentEvent, SSEDecoder, StreamSnapshot
@@ -232,7 +233,7 @@ class HTTPProvider:
                 f"{scrub(text[:200])!r}. Check models.{self.alias}.base_url."
             ) from None
         if isinstance(data, dict) and data.get("error") and not data.get("choices"):
-            raise status_error(500, _scrub_value(data, scrub), self._request_id(headers))
+            raise body_error(_scrub_value(data, scrub), self._request_id(headers))
         try:
             response = self.parse_response(data)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from apps.engine.llm.errors import status_error
+from apps.engine.llm.errors import body_error
 from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, Usage
@@ -30,15 +30,6 @@ FINISH_REASONS = {
     "function_call": "tool_calls",
     "tool_use": "tool_calls",
     "content_filter": "content_filter",
-}
-
-# Error codes some servers put in an error chunk after HTTP 200, mapped to an HTTP status.
-_ERROR_CODE_STATUS = {
-    "rate_limit_exceeded": 429,
-    "insufficient_quota": 429,
-    "context_length_exceeded": 400,
-    "invalid_api_key": 401,
-    "invalid_request_error": 400,
 }
 
 
@@ -126,9 +117,10 @@ def parse_response(data: dict[str, Any]) -> ChatResponse:
     message = choice.get("message") or {}
     calls = [
         build_tool_call(
-            call.get("id") or f"call_{index}",
+            call.get("id") or "",
             (call.get("function") or {}).get("name") or "",
             (call.get("function") or {}).get("arguments") or "",
+            position=index,
         )
         for index, call in enumerate(message.get("tool_calls") or [])
     ]
@@ -155,13 +147,8 @@ def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
     chunk = json.loads(data)
     if not isinstance(chunk, dict):
         raise TypeError(f"expected a JSON object, got {type(chunk).__name__}")
-    if chunk.get("error"):
-        error = chunk["error"]
-        code = error.get("code") if isinstance(error, dict) else None
-        status = code if isinstance(code, int) and code >= 400 else None
-        if status is None:
-            status = _ERROR_CODE_STATUS.get(str(code), 500)
-        raise status_error(status, chunk)
+    if chunk.get("error"):  # classified by its status, code or type, like an HTTP error
+        raise body_error(chunk)
     if chunk.get("model"):
         snapshot.model = chunk["model"]
     if chunk.get("id"):

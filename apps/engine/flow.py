@@ -1,0 +1,45 @@
+"""The loop's control-flow signals: raised inside a step, handled only in ReActEngine.run()."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from apps.engine.events import ErrorStruct, FinalStatus
+from apps.engine.llm.types import Message
+
+
+class InterruptAgentFlow(Exception):
+    """Raised inside a step to change the course of the run; handled only in run()."""
+
+
+class Redirect(InterruptAgentFlow):
+    """Tell the model something (verification errors, a loop warning) and take another step."""
+
+    def __init__(self, *messages: Message):
+        super().__init__(*(m.content for m in messages))
+        self.messages = messages
+
+
+class Finished(InterruptAgentFlow):
+    status: ClassVar[FinalStatus]
+
+    def __init__(self, final: str = "", error: ErrorStruct | None = None):
+        super().__init__(error.message if error else final)
+        self.final = final
+        self.error = error
+
+
+class Submitted(Finished):
+    status = "completed"
+
+
+class Failed(Finished):
+    status = "failed"
+
+
+class Cancelled(Finished):
+    status = "cancelled"
+
+
+class GaveUp(Finished):
+    status = "gave_up_after_reflections"

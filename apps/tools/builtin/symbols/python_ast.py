@@ -1,0 +1,49 @@
+"""Python definitions through the stdlib `ast`: exact, and the oracle the tests hold the
+tree-sitter extractors to."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from apps.tools.builtin.symbols.spans import SymbolSpan
+
+_STATEMENT_LIST_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def python_symbols(source: str) -> list[SymbolSpan]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not our business
+        tree = ast.parse(source)
+    found: list[SymbolSpan] = []
+
+    def visit(node: ast.AST, class_name: str | None, local: bool) -> None:
+        # Definitions only live in statement lists, so walking those (not expressions) finds all
+        # of them and stays shallow even on huge expressions.
+        for field in _STATEMENT_LIST_FIELDS:
+            for child in getattr(node, field, None) or ():
+                if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                    is_class = isinstance(child, ast.ClassDef)
+                    decorators = [d.lineno for d in child.decorator_list]
+                    found.append(
+                        SymbolSpan(
+                            name=child.name,
+                            kind="class" if is_class else ("method" if class_name else "function"),
+                            start_line=child.lineno,
+                            end_line=child.end_lineno or child.lineno,
+                            parent=class_name,
+                            decorated_start_line=min(decorators) if decorators else None,
+                            local=local,
+                        )
+                    )
+                    if is_class:
+                        qualified = f"{class_name}.{child.name}" if class_name else child.name
+                        visit(child, qualified, local)
+                    else:
+                        visit(child, None, True)
+                else:
+                    visit(child, class_name, local)
+
+    visit(tree, None, False)
+    found.sort(key=lambda s: (s.start_line, -s.end_line))
+    return found
