@@ -62,6 +62,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "skill",
         "workspace",
         "user",
+        "conversation",
         "goal",
         "result",
         "error",

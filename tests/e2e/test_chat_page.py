@@ -223,8 +223,10 @@ def test_history_search_open_and_delete(page: Page, server, artifacts):
     task_id = page.locator("article.task").last.get_attribute("data-task-id")
     task = page.locator(f'article.task[data-task-id="{task_id}"]')
     history = page.locator("#task-history")
-    expect(history.locator("li[data-task-id]").first).to_contain_text("a note about zebras")
-    expect(history.locator("li[data-task-id]").first).to_contain_text("direct_chat")
+    entry = history.locator("li[data-task-id]", has_text="a note about zebras")
+    expect(entry).to_contain_text("direct_chat")
+    expect(entry.locator("time")).to_be_visible()
+    expect(entry.locator(".badge")).to_have_text("completed")
     page.locator("#task-search").fill("zebras")
     expect(history.locator("li[data-task-id]")).to_have_count(1)
     page.locator("#task-search").fill("no such words anywhere")
@@ -260,7 +262,9 @@ def test_a_workspace_from_an_uploaded_zip_is_created_and_selected(page: Page, se
 
 def test_thinking_shows_between_events_and_goes_at_the_end(page: Page, server):
     log_in(page, server)
-    page.wait_for_function("window.agentkitSocket.opens >= 1")
+    page.wait_for_function("window.agentkitSocket && window.agentkitSocket.opens >= 1")
+    expect(page.locator("#task-history li").first).to_be_visible()
+    page.wait_for_timeout(500)  # the page has opened the most recent task by now
     event = {"task_id": 987654, "ts": "2026-01-01T00:00:00Z"}
     started = {**event, "type": "task_started", "seq": 1, "data": {"goal": "g", "model": "main"}}
     page.evaluate("ev => window.agentkitSocket.inject(ev)", started)
