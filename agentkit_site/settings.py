@@ -101,6 +101,9 @@ LOGOUT_REDIRECT_URL = "login"
 # Largest WebSocket frame the chat accepts (bytes); larger ones get an error frame.
 AGENTKIT_WS_MAX_FRAME_BYTES = int(os.environ.get("AGENTKIT_WS_MAX_FRAME_BYTES", 64 * 1024))
 
+# Longest chat/API message (characters): the chat page states it, the server enforces it.
+AGENTKIT_MAX_MESSAGE_CHARS = int(os.environ.get("AGENTKIT_MAX_MESSAGE_CHARS", 50_000))
+
 # Redis: channel layer (when REDIS_URL is set) and the RQ queues `agent` and `evolution`.
 REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:

@@ -1,14 +1,29 @@
-// agentkit chat page: one WebSocket to /ws/chat/, events rendered by type. Unknown types are
-// ignored. The socket reconnects with backoff and resumes each task from the last seq it saw,
-// so a reload or a dropped connection never loses or repeats an event.
+// agentkit chat page: one WebSocket to /ws/chat/, events rendered by type. After its own
+// renderer (if any), chat.js calls window.agentkitRenderers[type](view, ev) when some script
+// defines one (phases.js does); `view` is the task's {root, header, body, footer, setStatus, el}.
+// Other unknown types are ignored. The socket reconnects with backoff and
+// resumes each task from the last seq it saw, so a reload or a dropped connection never loses or
+// repeats an event. Answers are Markdown (markdown.js), re-rendered per bubble and throttled while
+// they stream, so the page's cost does not grow with the number of events on it.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
-  const state = { socket: null, backoff: 500, tasks: {}, current: null, pending: [] };
+  const box = $("#message");
+  const sendButton = $("#send");
+  const composer = $("#composer");
+  const composerError = $("#composer-error");
+  const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
+  const STREAM_RENDER_MS = 80;  // a streaming bubble re-renders at most this often
+  const THINKING_AFTER_MS = 700;
+  const providers = JSON.parse(($("#model-providers") || {}).textContent || "{}");
+  const state = { socket: null, backoff: 500, tasks: {}, current: null, pending: [], sent: null };
   window.agentkitRendered = {};  // task id -> seqs rendered, in order (diagnostics and tests)
+  window.agentkitRenderers = window.agentkitRenderers || {};  // extension point: type -> fn(ev, view)
+  window.agentkitFrameMs = [];  // per event: ms from receipt to the next painted frame (bench)
   // Diagnostics and tests: how often the socket reopened, and a way to drop it on purpose.
-  window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close() };
+  window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close(), inject: (ev) => receive(ev) };
+  window.agentkitChat = { state, send, openTask: (id) => openTask(id), composerFrame: (f) => f };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -18,38 +33,112 @@
     for (const c of children) if (c != null) node.append(c);
     return node;
   }
+  window.agentkitEl = el;
 
+  // ── Markdown bubbles: raw text kept in JS, rendered when dirty ───────────────────────────────
+  const dirty = new Set();
+  let frameRequested = false;
+  function scheduleRender() {
+    if (frameRequested) return;
+    frameRequested = true;
+    requestAnimationFrame(flushRenders);
+  }
+  function flushRenders(force) {
+    frameRequested = false;
+    const now = performance.now();
+    for (const bubble of dirty) {
+      if (force !== true && bubble.streaming && now - bubble.renderedAt < STREAM_RENDER_MS) continue;
+      window.agentkitMarkdown.render(bubble.node, bubble.raw);
+      bubble.renderedAt = now;
+      dirty.delete(bubble);
+    }
+    if (dirty.size) setTimeout(scheduleRender, STREAM_RENDER_MS);
+  }
+  function newBubble(view, cls) {
+    const bubble = { node: el("div", { class: "bubble markdown " + cls }), raw: "", renderedAt: 0, streaming: false };
+    view.body.append(bubble.node);
+    return bubble;
+  }
+  function setBubble(bubble, text, streaming) {
+    bubble.raw = text;
+    bubble.streaming = streaming;
+    dirty.add(bubble);
+    if (!streaming) { window.agentkitMarkdown.render(bubble.node, bubble.raw); bubble.renderedAt = performance.now(); dirty.delete(bubble); }
+    else scheduleRender();
+  }
+
+  // ── one task's view ──────────────────────────────────────────────────────────────────────────
   function taskView(taskId) {
     let view = state.tasks[taskId];
     if (view) return view;
-    const root = el("article", { class: "task", "data-task-id": String(taskId) });
+    const root = el("article", { class: "task", "data-task-id": String(taskId), "aria-label": "Task " + taskId });
     const header = el("header", { class: "task-header" },
-      el("span", { class: "task-title", text: "Task #" + taskId }),
-      el("span", { class: "badge status-queued", "data-role": "status", text: "queued" }),
-      el("button", { class: "link cancel", type: "button", text: "Cancel" }));
-    header.querySelector(".cancel").addEventListener("click", () => send({ type: "cancel", task_id: taskId }));
+      el("div", { class: "task-head-row" },
+        el("h3", { class: "task-title", text: "Task #" + taskId }),
+        el("span", { class: "badge status-queued", "data-role": "status", text: "queued" }),
+        el("span", { class: "task-actions" },
+          el("button", { class: "stop", type: "button", "data-role": "stop", text: "Stop", "aria-label": "Stop task " + taskId }),
+          el("button", { class: "secondary", type: "button", "data-role": "changes", text: "Changes", hidden: "" }),
+          el("button", { class: "link danger", type: "button", "data-role": "delete", text: "Delete", hidden: "", "aria-label": "Delete task " + taskId }))),
+      el("div", { class: "task-meta", "data-role": "meta" },
+        el("span", { "data-role": "model", title: "model alias (provider)" }),
+        el("span", { "data-role": "steps", text: "step 0" }),
+        el("span", { "data-role": "elapsed", text: "0 s" }),
+        el("span", { "data-role": "tokens" }),
+        el("span", { "data-role": "cache" }),
+        el("span", { "data-role": "cost" })));
+    header.querySelector("[data-role=stop]").addEventListener("click", (e) => { e.target.disabled = true; e.target.textContent = "Stopping…"; send({ type: "cancel", task_id: taskId }); });
+    header.querySelector("[data-role=delete]").addEventListener("click", () => deleteTask(taskId));
+    header.querySelector("[data-role=changes]").addEventListener("click", () => window.agentkitChanges && window.agentkitChanges.toggle(view));
     const body = el("div", { class: "task-body" });
+    const thinking = el("div", { class: "thinking", "data-role": "thinking", role: "status", hidden: "", text: "thinking…" });
     const footer = el("footer", { class: "task-footer", "data-role": "usage" });
-    root.append(header, body, footer);
-    messages.append(root);
-    view = state.tasks[taskId] = { root, body, footer, lastSeq: 0, text: null, cards: {}, streamedSteps: new Set() };
+    root.append(header, body, thinking, footer);
+    // Tasks are shown in the order they were created, whichever was opened first.
+    const later = [...messages.querySelectorAll(":scope > article.task")].find((a) => Number(a.dataset.taskId) > taskId);
+    messages.insertBefore(root, later || null);
+    view = state.tasks[taskId] = {
+      id: taskId, root, header, body, thinking, footer, lastSeq: 0, text: null, cards: {}, streamedSteps: new Set(),
+      status: "queued", startedAt: null, finishedAt: null, lastEventAt: 0, editedFiles: 0,
+      setStatus: (s) => setStatus(view, s), el,
+    };
     return view;
   }
 
-  function assistantText(view) {
-    if (!view.text) {
-      view.text = el("div", { class: "bubble assistant" });
-      view.body.append(view.text);
-    }
-    return view.text;
+  // The pane shows one task at a time: the one opened from the history, or the one just sent.
+  // Other tasks keep their (detached) views up to date, so switching back costs nothing.
+  function showOnly(view) {
+    for (const node of [...messages.children]) if (!view || node !== view.root) node.remove();
+    if (view && !view.root.isConnected) messages.append(view.root);
+    if (view) state.current = view.id;
+  }
+  function showPending() {
+    showOnly(null);
+    messages.append(el("div", { class: "pending-task", role: "status", text: "Starting the task…" }));
   }
 
+  function meta(view, role, text) { view.header.querySelector("[data-role=" + role + "]").textContent = text; }
+
   function setStatus(view, status) {
+    view.status = status;
     const badge = view.root.querySelector("[data-role=status]");
-    badge.textContent = status;
+    badge.textContent = (window.agentkitStatusLabel || String)(status);
     badge.className = "badge status-" + status;
-    const finished = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"].includes(status);
-    view.root.querySelector(".cancel").hidden = finished;
+    const finished = FINISHED.includes(status);
+    view.root.querySelector("[data-role=stop]").hidden = finished;
+    if (finished) view.thinking.hidden = true;
+    view.root.querySelector("[data-role=delete]").hidden = !finished || view.owner === false;
+    view.root.querySelector("[data-role=changes]").hidden = !(finished && view.editedFiles);
+  }
+
+  function showUsage(view, usage, cost) {
+    if (!usage) return;
+    const input = usage.input_tokens || 0;
+    const cached = usage.cache_read_tokens || 0;
+    meta(view, "tokens", "tokens " + input + " in · " + (usage.output_tokens || 0) + " out");
+    meta(view, "cache", "cache " + (input ? Math.round((100 * cached) / input) : 0) + "%");
+    if (typeof cost === "number") meta(view, "cost", "$" + cost.toFixed(4));
+    view.footer.textContent = "tokens in " + input + " (cached " + cached + ") · out " + (usage.output_tokens || 0) + (typeof cost === "number" ? " · $" + cost.toFixed(4) : "");
   }
 
   function diffView(diff) {
@@ -60,23 +149,35 @@
     }
     return pre;
   }
+  window.agentkitDiffView = diffView;
+
+  function toolOutput(text) {
+    // Tool output is shown as text in a <pre>; Markdown only when it is long prose is not worth the risk.
+    return el("pre", { class: "result", text });
+  }
 
   const render = {
     task_started(view, ev) {
       setStatus(view, "running");
+      view.startedAt = Date.parse(ev.ts) || Date.now();
       if (ev.data.goal) view.body.append(el("div", { class: "bubble user", text: ev.data.goal }));
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
+      if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
+      conversations.started(ev);  // issue 13
+      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; conversations.follow(ev.task_id); refreshHistory(); }
+      state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     token(view, ev) {
       if (ev.data.restart) {  // the model call is being retried: drop this step's text so far
-        if (view.text) view.text.textContent = "";
+        if (view.text) setBubble(view.text, "", false);
         return;
       }
       view.streamedSteps.add(ev.data.step);
-      assistantText(view).append(document.createTextNode(ev.data.text || ""));
+      if (!view.text) view.text = newBubble(view, "assistant");
+      setBubble(view.text, view.text.raw + (ev.data.text || ""), true);
     },
     tool_call(view, ev) {
-      view.text = null;  // text after a tool call starts a new bubble
+      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // text after a tool call starts a new bubble
       const args = JSON.stringify(ev.data.arguments || {}, null, 2);
       const card = el("details", { class: "tool-card", "data-tool": ev.data.name || "" },
         el("summary", {}, el("span", { class: "tool-name", text: ev.data.name || "tool" }), el("span", { class: "tool-state", text: "running…" })),
@@ -92,8 +193,12 @@
       card.querySelector(".tool-state").textContent = ok ? "done" : "error" + (ev.data.error_code ? " · " + ev.data.error_code : "");
       const section = el("div", { class: "tool-section" }, el("div", { class: "label", text: ok ? "result" : "error" }));
       const extra = ev.data.data || {};
-      if (extra.diff) section.append(diffView(extra.diff));
-      section.append(el("pre", { class: "result", text: ok ? (ev.data.output || "") : ((ev.data.error || "") + (ev.data.output ? "\n" + ev.data.output : "")) }));
+      if (extra.diff) {
+        section.append(diffView(extra.diff));
+        view.editedFiles += 1;
+        card.querySelector(".tool-state").textContent += " · " + (extra.path || "edited");
+      }
+      section.append(toolOutput(ok ? (ev.data.output || "") : ((ev.data.error || "") + (ev.data.output ? "\n" + ev.data.output : ""))));
       card.append(section);
     },
     verification_result(view, ev) {
@@ -106,48 +211,96 @@
     },
     final_answer(view, ev) {
       // Shown already when its step streamed tokens; otherwise (no streaming) show it now.
-      if (!view.streamedSteps.has(ev.data.step) && ev.data.text) assistantText(view).textContent = ev.data.text;
+      if (!view.streamedSteps.has(ev.data.step) && ev.data.text) {
+        if (!view.text) view.text = newBubble(view, "assistant");
+        setBubble(view.text, ev.data.text, false);
+      } else if (view.text) setBubble(view.text, view.text.raw, false);
       view.text = null;
     },
     error(view, ev) {
       const e = (ev.data && ev.data.error_struct) || {};
+      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
       view.body.append(el("div", { class: "bubble error", role: "alert", text: (e.error_code ? "[" + e.error_code + "] " : "") + (e.message || "error") }));
-      view.text = null;
     },
     task_finished(view, ev) {
-      setStatus(view, ev.data.status || "completed");
-      const u = ev.data.usage || {};
-      const cost = typeof ev.data.cost === "number" ? " · $" + ev.data.cost.toFixed(4) : "";
-      view.footer.textContent = "tokens in " + (u.input_tokens || 0) + " (cached " + (u.cache_read_tokens || 0) + ") · out " + (u.output_tokens || 0) + cost;
+      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
+      const status = ev.data.status || "completed";
+      view.finishedAt = Date.parse(ev.ts) || Date.now();
+      setStatus(view, status);
+      if (typeof ev.data.steps === "number") meta(view, "steps", "step " + ev.data.steps);
+      showUsage(view, ev.data.usage || {}, ev.data.cost);
       conversations.usageFooter(view, ev);  // issue 13: cache writes, hit rate, conversation totals
+      tickClock(view);
+      if (status === "cancelled") {
+        const err = ev.data.error || {};
+        const text = err.error_code === "interrupted" ? "Stopped: " + (err.message || "the run was interrupted.") : "Cancelled by the user.";
+        view.body.append(el("div", { class: "bubble notice", role: "status", text }));
+      }
       refreshHistory();
     },
   };
 
+  function receive(ev) {
+    const t0 = performance.now();
+    onEvent(ev);
+    requestAnimationFrame(() => setTimeout(() => { window.agentkitFrameMs.push(performance.now() - t0); if (window.agentkitFrameMs.length > 5000) window.agentkitFrameMs.splice(0, 1000); }, 0));
+  }
+
   function onEvent(ev) {
-    if (ev.type === "error" && (ev.seq == null)) {  // a protocol error, not a task event
-      const e = (ev.data && ev.data.error_struct) || {};
-      messages.append(el("div", { class: "bubble error", role: "alert", text: "[" + (e.error_code || "error") + "] " + (e.message || "") }));
-      return;
-    }
+    if (ev.type === "error" && (ev.seq == null)) { protocolError(ev); return; }
     if (ev.task_id == null || typeof ev.seq !== "number") return;
     const view = taskView(ev.task_id);
     if (ev.seq <= view.lastSeq) return;  // already shown
     view.lastSeq = ev.seq;
+    view.lastEventAt = Date.now();
+    view.thinking.hidden = true;
     (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
-    const handler = render[ev.type];
-    if (handler) handler(view, ev);
-    // Extension point (static/phases.js): extra renderers by event type, after the built-in one.
-    const extra = window.agentkitRenderers && window.agentkitRenderers[ev.type];
-    if (extra) extra(view, ev);
-    messages.scrollTop = messages.scrollHeight;
-    if (state.current === ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
+    if (typeof ev.data.step === "number") meta(view, "steps", "step " + ev.data.step);
+    if (ev.type !== "task_finished" && ev.data.usage) showUsage(view, ev.data.usage, ev.data.cost);
+    for (const handler of [render[ev.type], window.agentkitRenderers[ev.type]]) {
+      if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
+    }
+    if (ev.type === "task_started") state.forceScroll = true;
+    scheduleScroll();
+    if (state.current === ev.task_id && location.hash !== "#task-" + ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
   }
 
-  // ── conversations (issue 13) ── a self-contained block; its call sites are marked "issue 13".
-  // Follow-ups continue the conversation of the task on screen ("conversation" in the
-  // user_message frame); "New conversation" starts a fresh one; the sidebar groups tasks by
-  // conversation; the footer shows cache reads/writes, the hit rate and the conversation's totals.
+  // Follow the stream once per frame (not per event: reading the layout per event costs a
+  // whole-pane layout each time), and only when the reader is at the bottom already.
+  let scrollQueued = false;
+  let wasAtBottom = true;
+  messages.addEventListener("scroll", () => { wasAtBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 200; }, { passive: true });
+  function scheduleScroll() {
+    if (scrollQueued) return;
+    scrollQueued = true;
+    requestAnimationFrame(() => {
+      scrollQueued = false;
+      if (wasAtBottom || state.forceScroll) messages.scrollTop = messages.scrollHeight;
+      state.forceScroll = false;
+    });
+  }
+
+  // Errors that answer a frame (not a task event): a rejected message goes back into the box.
+  function protocolError(ev) {
+    const e = (ev.data && ev.data.error_struct) || {};
+    const text = "[" + (e.error_code || "error") + "] " + (e.message || "");
+    if (state.sent && (ev.task_id == null)) {
+      if (!box.value.trim()) { box.value = state.sent.text; composerCheck(); }
+      state.sent = null;
+      state.awaitingNew = false;
+      showOnly(state.tasks[state.previous] || null);
+      showComposerError(text);
+      return;
+    }
+    messages.append(el("div", { class: "bubble error", role: "alert", text }));
+  }
+
+  function showComposerError(text) { composerError.textContent = text; composer.classList.toggle("has-error", Boolean(text)); }
+
+  // ── conversations (issue 13) ── follow-ups continue the conversation of the task on screen
+  // ("conversation" in the user_message frame); "New conversation" starts a fresh one; the
+  // sidebar groups tasks by conversation; the footer shows cache reads/writes, the hit rate and
+  // the conversation's totals.
   const conversations = {
     current: null,          // conversation id that new messages continue; null = start a new one
     byTask: {},             // task id -> conversation id
@@ -156,8 +309,10 @@
     decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
     startNew() {
       this.current = null;
+      showOnly(null);
+      state.current = null;
       messages.append(el("div", { class: "conversation-divider", role: "status", text: "New conversation" }));
-      $("#message").focus();
+      box.focus();
     },
     percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
     usageFooter(view, ev) {
@@ -173,37 +328,42 @@
         if (old) old.replaceWith(total); else view.footer.append(total);
       }).catch(() => {});
     },
-    renderHistory(list, tasks, item) {
-      const groups = new Map();
-      for (const t of tasks) {
-        if (t.conversation) this.byTask[t.id] = t.conversation;
-        const key = t.conversation || "task-" + t.id;
-        if (!groups.has(key)) groups.set(key, []);
-        groups.get(key).push(t);
-      }
-      for (const [key, group] of groups) {
-        const inner = el("ul", { class: "conversation-tasks" });
-        for (const t of group.slice().reverse()) inner.append(item(t));  // oldest turn first
-        list.append(el("li", { class: "conversation", "data-conversation": String(key) }, inner));
-      }
-    },
   };
+  window.agentkitChat.conversations = conversations;
+  window.agentkitChat.composerFrame = (frame) => conversations.decorate(frame);
   render.compression = (view, ev) => {  // the context was compressed (a summary replaced the middle)
     const d = ev.data || {};
+    if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
     view.body.append(el("div", { class: "compression-note", role: "note",
       text: "Context compressed: " + d.tokens_before + " → " + d.tokens_after + " tokens (summary by " + d.summarized_by + ")" }));
-    view.text = null;
   };
   (function addNewConversationButton() {
     const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
     button.addEventListener("click", () => conversations.startNew());
-    $("#composer").append(button);
+    $(".composer-meta").append(button);
   })();
-  // ── end of the conversations block ──
 
+  // ── clock: elapsed time and the "thinking…" state between events ─────────────────────────────
+  function tickClock(view) {
+    if (!view.startedAt) return;
+    const end = view.finishedAt || Date.now();
+    const s = Math.max(0, Math.round((end - view.startedAt) / 1000));
+    meta(view, "elapsed", s < 60 ? s + " s" : Math.floor(s / 60) + " min " + (s % 60) + " s");
+  }
+  setInterval(() => {
+    const now = Date.now();
+    for (const view of Object.values(state.tasks)) {
+      if (FINISHED.includes(view.status) || !view.lastEventAt) continue;
+      tickClock(view);
+      view.thinking.hidden = now - view.lastEventAt < THINKING_AFTER_MS;
+    }
+  }, 500);
+
+  // ── socket ───────────────────────────────────────────────────────────────────────────────────
   function send(frame) {
-    if (state.socket && state.socket.readyState === WebSocket.OPEN) state.socket.send(JSON.stringify(frame));
-    else state.pending.push(frame);
+    if (state.socket && state.socket.readyState === WebSocket.OPEN) { state.socket.send(JSON.stringify(frame)); return true; }
+    state.pending.push(frame);
+    return false;
   }
 
   function connect() {
@@ -214,11 +374,12 @@
       state.backoff = 500;
       window.agentkitSocket.opens += 1;
       document.body.dataset.socket = "open";
+      if (composerError.dataset.offline) { showComposerError(""); delete composerError.dataset.offline; }
       for (const [id, view] of Object.entries(state.tasks)) send({ type: "resume", task_id: Number(id), after_seq: view.lastSeq });
       const queued = state.pending.splice(0);
       for (const frame of queued) socket.send(JSON.stringify(frame));
     });
-    socket.addEventListener("message", (msg) => { try { onEvent(JSON.parse(msg.data)); } catch (err) { console.error(err); } });
+    socket.addEventListener("message", (msg) => { try { receive(JSON.parse(msg.data)); } catch (err) { console.error(err); } });
     socket.addEventListener("close", () => {
       document.body.dataset.socket = "closed";
       setTimeout(connect, state.backoff);
@@ -226,56 +387,80 @@
     });
   }
 
-  async function refreshHistory() {
-    const list = $("#task-history");
-    try {
-      const resp = await fetch("/api/tasks", { credentials: "same-origin" });
-      if (!resp.ok) return;
-      const data = await resp.json();
-      list.replaceChildren();
-      if (!data.tasks.length) list.append(el("li", { class: "empty", text: "No tasks yet." }));
-      conversations.renderHistory(list, data.tasks, (t) => {  // issue 13: grouped by conversation
-        const a = el("a", { href: "#task-" + t.id, text: "#" + t.id + " " + t.goal.slice(0, 40) });
-        a.addEventListener("click", () => openTask(t.id));
-        return el("li", {}, a, el("span", { class: "badge status-" + t.status, text: (window.agentkitStatusLabel || String)(t.status) }));
-      });
-    } catch (err) { /* offline: keep the old list */ }
-  }
+  // ── history (sidebar.js renders the list; these are the hooks it calls) ──────────────────────
+  function refreshHistory() { if (window.agentkitSidebar) window.agentkitSidebar.refresh(); }
 
-  function openTask(taskId) {
+  function openTask(taskId, info) {
     state.current = taskId;
+    const fresh = !state.tasks[taskId];
+    const view = taskView(taskId);
+    if (info && info.mine === false) view.owner = false;
     conversations.follow(taskId);  // issue 13
-    if (!state.tasks[taskId]) { taskView(taskId); send({ type: "resume", task_id: taskId, after_seq: 0 }); }
-    state.tasks[taskId].root.scrollIntoView();
+    if (fresh) send({ type: "resume", task_id: taskId, after_seq: 0 });
+    showOnly(view);
+    messages.scrollTop = 0;
+    history.replaceState(null, "", "#task-" + taskId);
   }
 
-  $("#composer").addEventListener("submit", (event) => {
+  async function deleteTask(taskId) {
+    if (!confirm("Delete task #" + taskId + " and its history? This cannot be undone.")) return;
+    const resp = await fetch("/api/tasks/" + taskId, { method: "DELETE", credentials: "same-origin", headers: { "X-CSRFToken": csrfToken() } });
+    if (resp.ok) {
+      const view = state.tasks[taskId];
+      if (view) { view.root.remove(); delete state.tasks[taskId]; }
+      refreshHistory();
+    } else {
+      const body = await resp.json().catch(() => ({}));
+      alert("Could not delete: " + ((body.error && body.error.message) || resp.status));
+    }
+  }
+  function csrfToken() { const m = /(?:^|; )csrftoken=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
+  window.agentkitCsrf = csrfToken;
+
+  // ── composer: nothing typed is lost ──────────────────────────────────────────────────────────
+  function composerCheck() {
+    const MAX_CHARS = Number(composer.dataset.maxChars || 0);  // the server's limit, read per check
+    const length = box.value.length;
+    const over = MAX_CHARS && length > MAX_CHARS;
+    sendButton.disabled = !box.value.trim() || over;
+    $("#composer-limit").textContent = (length ? length + " / " : "Up to ") + MAX_CHARS + " characters · Ctrl+Enter sends";
+    if (over) showComposerError("Too long: " + length + " characters, at most " + MAX_CHARS + ". Shorten it or attach the text as a file in the workspace.");
+    else if (composer.classList.contains("has-error") && composerError.dataset.kind === "length") showComposerError("");
+    composerError.dataset.kind = over ? "length" : "";
+  }
+  box.addEventListener("input", composerCheck);
+
+  composer.addEventListener("submit", (event) => {
     event.preventDefault();
-    const box = $("#message");
     const text = box.value.trim();
-    if (!text) return;
+    if (!text || sendButton.disabled) return;
     const skill = $("#skill");
-    const frame = { type: "user_message", text, workspace: $("#workspace").value, mode: $("#mode").value, client_msg_id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() };
+    let frame = { type: "user_message", text, workspace: $("#workspace").value, mode: $("#mode").value, client_msg_id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() };
     if (skill && skill.value) frame.skill = skill.value;
-    conversations.decorate(frame);  // issue 13: a follow-up continues the current conversation
+    frame = window.agentkitChat.composerFrame(frame);  // hook: e.g. a conversation id
+    const connecting = state.socket && state.socket.readyState === WebSocket.CONNECTING && window.agentkitSocket.opens === 0;
+    if (!connecting && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) {  // keep it; say why
+      composerError.dataset.offline = "1";
+      showComposerError("Not connected to the server (reconnecting…): your message is kept here; send it again once connected.");
+      return;
+    }
     state.awaitingNew = true;
+    state.previous = state.current;
+    state.sent = { text: box.value, frame };
+    showPending();
+    showComposerError("");
     send(frame);
     box.value = "";
+    composerCheck();
   });
-  $("#message").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("#composer").requestSubmit();
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); composer.requestSubmit(); }
   });
-
-  // New tasks become current when their first event arrives.
-  const originalTaskStarted = render.task_started;
-  render.task_started = (view, ev) => {
-    conversations.started(ev);  // issue 13
-    if (state.awaitingNew) { state.current = ev.task_id; state.awaitingNew = false; conversations.follow(ev.task_id); refreshHistory(); }
-    originalTaskStarted(view, ev);
-  };
 
   const fromHash = /^#task-(\d+)$/.exec(location.hash);
-  if (fromHash) { state.current = Number(fromHash[1]); taskView(state.current); }
+  if (fromHash) { state.current = Number(fromHash[1]); showOnly(taskView(state.current)); }
+  state.openedFromHash = Boolean(fromHash);
+  composerCheck();
   connect();
   refreshHistory();
 })();

@@ -359,6 +359,23 @@ class ExecutorConfig(Section):
     queue: str = "agent"
 
 
+class WorkspacesConfig(Section):
+    """Workspaces people create from the chat page (apps/tasks/workspaces.py)."""
+
+    allowed_roots: list[str] = Field(default_factory=list)  # empty: "from a directory" is off
+    upload_max_mb: PositiveInt = 50  # the archive as uploaded
+    upload_max_unpacked_mb: PositiveInt = 500  # all its members together, once unpacked
+    upload_max_files: PositiveInt = 20_000
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _absolute(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if not os.path.isabs(root):
+                raise ValueError(f"{root!r} is not an absolute path, e.g. /srv/projects")
+        return roots
+
+
 def _default_models() -> dict[str, ModelConfig]:
     return {"main": ModelConfig(provider="scripted", model="scripted-demo")}
 
@@ -383,6 +400,7 @@ class AgentkitConfig(Section):
     evolution: EvolutionConfig = EvolutionConfig()
     pitfalls: PitfallsConfig = PitfallsConfig()
     executor: ExecutorConfig = ExecutorConfig()
+    workspaces: WorkspacesConfig = WorkspacesConfig()
 
     # Where the file was read from; relative paths inside it (scripts) resolve against this.
     base_dir: Path = Field(default=Path("."), exclude=True)

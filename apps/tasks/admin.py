@@ -1,7 +1,17 @@
-from django.contrib import admin
+"""Admin: workspaces and tokens are managed here; tasks and their events are history, shown
+read-only. The only task actions are the safe ones (cancel, delete); events are a paginated,
+type-filtered list that links to the task's chat view."""
+
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from apps.tasks.models import ApiToken, Task, TaskEvent, Workspace
-from apps.tasks.services import api_token_revoke
+from apps.tasks.services import api_token_revoke, task_request_cancel
+
+# The app list sidebar squeezes the task and event lists; the breadcrumbs and home page remain.
+admin.site.enable_nav_sidebar = False
 
 
 @admin.register(Workspace)
@@ -11,25 +21,126 @@ class WorkspaceAdmin(admin.ModelAdmin):
     filter_horizontal = ("members",)
 
 
-class TaskEventInline(admin.TabularInline):
-    model = TaskEvent
-    extra = 0
-    can_delete = False
-    fields = ("seq", "type", "ts", "data")
-    readonly_fields = fields
-    show_change_link = False
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Nothing stored can be edited: history stays what happened."""
 
     def has_add_permission(self, request, obj=None):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+def chat_link(task_id: int) -> str:
+    return format_html('<a href="/#task-{0}">open #{0} in the chat</a>', task_id)
+
 
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
-    list_display = ("id", "goal", "workspace", "user", "mode", "status", "cost", "created_at")
-    list_filter = ("status", "mode", "workspace")
+class TaskAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "short_goal",
+        "status",
+        "mode",
+        "workspace",
+        "user",
+        "cost_display",
+        "created_at",
+    )
+    list_display_links = ("id", "short_goal")
+    list_filter = ("status", "mode", "workspace", "user", "created_at")
+    date_hierarchy = "created_at"
     search_fields = ("goal",)
-    readonly_fields = ("last_seq", "usage", "cost", "created_at", "started_at", "finished_at")
-    inlines = [TaskEventInline]
+    list_select_related = ("workspace", "user")
+    list_per_page = 50
+    actions = ["cancel_tasks", "delete_selected"]
+    fields = (
+        "chat",
+        "events_link",
+        "status",
+        "mode",
+        "skill",
+        "workspace",
+        "user",
+        "conversation",
+        "goal",
+        "result",
+        "error",
+        "usage",
+        "cost",
+        "last_seq",
+        "cancel_requested_at",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser or request.user.has_perm("tasks.delete_task")
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_staff
+
+    def get_deleted_objects(self, objs, request):
+        """A task's events go with it (they cannot be deleted one by one)."""
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(TaskEvent._meta.verbose_name)
+        return deleted, model_count, perms_needed, protected
+
+    @admin.display(description="goal")
+    def short_goal(self, task):
+        return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(60)
+
+    @admin.display(description="cost", ordering="cost")
+    def cost_display(self, task):
+        return f"${task.cost:.4f}"
+
+    @admin.display(description="chat")
+    def chat(self, task):
+        return chat_link(task.pk)
+
+    @admin.display(description="events")
+    def events_link(self, task):
+        url = reverse("admin:tasks_taskevent_changelist") + f"?task__id__exact={task.pk}"
+        return format_html('<a href="{}">{} events</a>', url, task.last_seq)
+
+    @admin.action(description="Cancel selected tasks (running or queued)")
+    def cancel_tasks(self, request, queryset):
+        asked = sum(task_request_cancel(task=task) for task in queryset)
+        self.message_user(request, f"Asked {asked} task(s) to stop.", messages.SUCCESS)
+
+
+@admin.register(TaskEvent)
+class TaskEventAdmin(ReadOnlyAdmin):
+    list_display = ("task_id", "seq", "type", "ts", "summary", "chat")
+    list_display_links = None
+    list_filter = ("type",)
+    search_fields = ("=task__id",)
+    list_per_page = 100
+    show_full_result_count = False
+    ordering = ("task", "seq")
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_staff
+
+    def get_actions(self, request):
+        return {}
+
+    @admin.display(description="data")
+    def summary(self, event):
+        data = event.data or {}
+        text = data.get("text") or data.get("name") or data.get("status") or ""
+        if event.type == "error":
+            text = (data.get("error_struct") or {}).get("message", "")
+        return Truncator(str(text)).chars(80)
+
+    @admin.display(description="chat")
+    def chat(self, event):
+        return chat_link(event.task_id)
 
 
 @admin.register(ApiToken)

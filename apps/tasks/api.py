@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from functools import wraps
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.tasks import executors, selectors, services
+from apps.tasks import changes, executors, selectors, services
+from apps.tasks import workspaces as workspace_services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
 
@@ -115,8 +117,9 @@ def task_payload(task) -> dict:
 @api_view(("GET", "POST"))
 def tasks(request):
     if request.method == "GET":
+        found = selectors.tasks_for_user(user=request.user, query=request.GET.get("q", "")[:200])
         return JsonResponse(
-            {"tasks": [task_payload(t) for t in selectors.tasks_for_user(user=request.user)]}
+            {"tasks": [{**task_payload(t), "mine": t.user_id == request.user.pk} for t in found]}
         )
     body = _json_body(request)
     text = body.get("text")
@@ -156,12 +159,20 @@ def tasks(request):
     )
 
 
-@api_view(("GET",))
+@api_view(("GET", "DELETE"))
 def task_detail(request, task_id: int):
     task = selectors.task_for_user(user=request.user, task_id=task_id)
     if task is None:
         return error(404, "not_found", "task not found")
-    return JsonResponse(task_payload(task))
+    if request.method == "DELETE":
+        try:
+            services.task_delete(user=request.user, task=task)
+        except ApplicationError as exc:
+            if exc.extra.get("error_code") == "forbidden":
+                return error(403, "forbidden", exc.message)
+            raise
+        return JsonResponse({"id": task_id, "deleted": True})
+    return JsonResponse({**task_payload(task), "mine": task.user_id == request.user.pk})
 
 
 @api_view(("GET",))
@@ -188,8 +199,17 @@ def task_cancel(request, task_id: int):
     return JsonResponse({"id": task.pk, "status": task.status, "cancel_requested": requested})
 
 
-@api_view(("GET",))
+@api_view(("GET", "POST"))
 def workspaces(request):
+    if request.method == "POST":  # {"name", "directory"}: a directory under allowed_roots
+        body = _json_body(request)
+        ws = workspace_services.workspace_create_from_directory(
+            user=request.user,
+            name=body.get("name"),
+            directory=body.get("directory"),
+            config=agent_config(),
+        )
+        return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
     return JsonResponse(
         {
             "workspaces": [
@@ -198,6 +218,57 @@ def workspaces(request):
             ]
         }
     )
+
+
+@api_view(("GET",))
+def task_changes(request, task_id: int):
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    return JsonResponse({"id": task.pk, "files": changes.changes_payload(task=task)})
+
+
+@api_view(("POST",))
+def task_revert(request, task_id: int):
+    """{"path": "a/b.py"} reverts one file; {} every file the task changed."""
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    path = _json_body(request).get("path")
+    if path is not None and not isinstance(path, str):
+        raise ApplicationError("'path' must be a string", {"error_code": "invalid_field"})
+    reverted = changes.task_revert(user=request.user, task=task, path=path)
+    return JsonResponse({"id": task.pk, "reverted": reverted})
+
+
+@api_view(("POST",))
+def workspace_upload(request):
+    """multipart/form-data: name, archive (.zip or .tar.gz)."""
+    archive = request.FILES.get("archive")
+    if archive is None:
+        raise ApplicationError(
+            "attach the archive as the form field 'archive'", {"error_code": "missing_field"}
+        )
+    ws = workspace_services.workspace_create_from_archive(
+        user=request.user,
+        name=request.POST.get("name"),
+        filename=archive.name or "",
+        size=archive.size or 0,
+        chunks=archive.chunks(),
+        config=agent_config(),
+        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
+    )
+    return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
+
+
+@api_view(("POST",))
+def workspace_reset_demo(request):
+    ws = workspace_services.workspace_reset_demo(
+        user=request.user,
+        demo_source=settings.AGENTKIT_DEMO_SOURCE,
+        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
+    )
+    return JsonResponse({"id": ws.pk, "name": ws.name, "reset": True})
 
 
 def conversation_payload(conversation) -> dict:

@@ -37,10 +37,14 @@ def task_for_user(*, user, task_id):
     )
 
 
-def tasks_for_user(*, user, limit: int = 50):
+def tasks_for_user(*, user, limit: int = 50, query: str = ""):
+    """Newest first; `query` keeps the tasks whose text contains it (case-insensitive)."""
     from apps.tasks.models import Task
 
-    return Task.objects.filter(workspace__members=user).select_related("workspace")[:limit]
+    tasks = Task.objects.filter(workspace__members=user).select_related("workspace")
+    if query.strip():
+        tasks = tasks.filter(goal__icontains=query.strip())
+    return tasks[:limit]
 
 
 def task_events_after(*, task, seq: int = 0, limit: int = 5000):

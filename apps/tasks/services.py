@@ -104,7 +104,14 @@ KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
 # The modes this version runs: the only ones the chat page offers, and the only ones the runner
 # starts (apps/tasks/runner.py refuses the others with `mode_not_available`).
 RUNNABLE_MODES = ("direct_chat", "react", "plan_exec")
-MAX_GOAL_CHARS = 50_000
+
+
+def max_message_chars() -> int:
+    """The one limit on a message's length: the chat page states it and the server enforces it
+    (settings.AGENTKIT_MAX_MESSAGE_CHARS)."""
+    from django.conf import settings
+
+    return settings.AGENTKIT_MAX_MESSAGE_CHARS
 
 
 @dataclass(frozen=True)
@@ -208,9 +215,11 @@ def task_create(
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     if not workspace.members.filter(pk=user.pk).exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    if len(text) > MAX_GOAL_CHARS:
+    limit = max_message_chars()
+    if len(text) > limit:
         raise ApplicationError(
-            f"the message is too long ({len(text)} characters; at most {MAX_GOAL_CHARS})",
+            f"the message is too long ({len(text)} characters; at most {limit}): shorten it, or "
+            "put the long text in a file in the workspace and refer to it",
             {"error_code": "message_too_long"},
         )
     if client_msg_id:
@@ -246,6 +255,21 @@ def task_request_cancel(*, task) -> bool:
         .update(cancel_requested_at=timezone.now())
     )
     return bool(updated)
+
+
+def task_delete(*, user, task) -> None:
+    """Delete a finished task and its events. Only its owner may; a running task is stopped
+    first."""
+    if task.user_id != user.pk:
+        raise ApplicationError(
+            "only the person who started a task can delete it", {"error_code": "forbidden"}
+        )
+    if task.status not in FINAL_STATUSES and task.status != "parked":
+        raise ApplicationError(
+            "the task is still running: stop it first, then delete it",
+            {"error_code": "task_running"},
+        )
+    task.delete()
 
 
 # ── API tokens ─────────────────────────────────────────────────────────────────────────────────

@@ -8,6 +8,8 @@ urlpatterns = [
     path("api/tasks/<int:task_id>", api.task_detail, name="api-task"),
     path("api/tasks/<int:task_id>/events", api.task_events, name="api-task-events"),
     path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
+    path("api/tasks/<int:task_id>/changes", api.task_changes, name="api-task-changes"),
+    path("api/tasks/<int:task_id>/revert", api.task_revert, name="api-task-revert"),
     path("api/conversations", api.conversations, name="api-conversations"),
     path(
         "api/conversations/<int:conversation_id>",
@@ -15,4 +17,6 @@ urlpatterns = [
         name="api-conversation",
     ),
     path("api/workspaces", api.workspaces, name="api-workspaces"),
+    path("api/workspaces/upload", api.workspace_upload, name="api-workspace-upload"),
+    path("api/workspaces/demo/reset", api.workspace_reset_demo, name="api-workspace-reset-demo"),
 ]

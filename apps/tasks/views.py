@@ -1,9 +1,10 @@
 from django.contrib.auth.decorators import login_required
+from django.contrib.staticfiles import finders
 from django.shortcuts import render
 
 from apps.tasks.conf import agent_config
 from apps.tasks.selectors import workspaces_for_user
-from apps.tasks.services import RUNNABLE_MODES
+from apps.tasks.services import RUNNABLE_MODES, max_message_chars
 
 
 @login_required
@@ -19,5 +20,11 @@ def chat_page(request):
             "default_mode": config.modes.default,
             "skills": sorted(config.skills),
             "offline_model": main.provider == "scripted",
+            "max_message_chars": max_message_chars(),
+            "model_providers": {alias: m.provider for alias, m in sorted(config.models.items())},
+            "allowed_roots": config.workspaces.allowed_roots,
+            "upload_max_mb": config.workspaces.upload_max_mb,
+            # plan_exec's renderer for phase events, loaded when that work has shipped it
+            "has_phases_js": finders.find("phases.js") is not None,
         },
     )

@@ -39,7 +39,7 @@ def test_verification_card_shows_commands_result_and_log(page: Page, verifying_s
     expect(card.locator("summary")).to_contain_text("pytest -x -q")
     expect(card.locator("summary")).to_contain_text("ruff check")
     # the answer was streamed before verification: it is shown once, not again after the card
-    expect(task.locator(".bubble.assistant", has_text="Fixed `slugify`")).to_have_count(1)
+    expect(task.locator(".bubble.assistant", has_text="Fixed slugify")).to_have_count(1)
     log = card.locator(".result")
     expect(log).to_be_hidden()  # collapsed until clicked
     card.locator("summary").click()

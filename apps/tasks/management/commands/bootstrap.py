@@ -4,13 +4,22 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.tasks.services import ApplicationError, bootstrap_run
+from apps.tasks.workspaces import workspace_reset_demo
 
 
 class Command(BaseCommand):
     help = (
         "Create the admin user (DJANGO_SUPERUSER_USERNAME, default 'admin'; password from "
         "DJANGO_SUPERUSER_PASSWORD or generated and printed once) and the demo workspace. Idempotent."
+        " --reset-demo also copies the shipped demo project over the demo workspace again."
     )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--reset-demo",
+            action="store_true",
+            help="restore the demo workspace to the shipped demo project (its changes are lost)",
+        )
 
     def handle(self, *args, **options):
         username = os.environ.get("DJANGO_SUPERUSER_USERNAME", "admin").strip() or "admin"
@@ -43,3 +52,13 @@ class Command(BaseCommand):
             self.stdout.write(f"Admin user '{result.username}' exists.")
         verb = "Created" if result.workspace_created else "Found"
         self.stdout.write(f"{verb} workspace '{result.workspace_name}' at {result.workspace_dir}")
+        if options["reset_demo"] and not result.workspace_created:
+            try:
+                workspace_reset_demo(
+                    user=None,
+                    demo_source=settings.AGENTKIT_DEMO_SOURCE,
+                    workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
+                )
+            except ApplicationError as exc:
+                raise CommandError(exc.message) from exc
+            self.stdout.write(f"Reset workspace 'demo' to {settings.AGENTKIT_DEMO_SOURCE}")

@@ -1,7 +1,8 @@
-"""`python manage.py call_tool NAME --workspace DIR --args JSON`: run one builtin tool, print its
+"""`python manage.py call_tool NAME --workspace DIR|NAME --args JSON`: run one builtin tool, print its
 ToolResult as JSON ({"ok", "output", "error", "error_code", "data"}). The exit status is 0 even
 when the tool reports an error: the error is the result. Bad input (JSON, tool name, directory)
-is a CommandError."""
+is a CommandError. --workspace names a workspace (its root directory is used) before a
+directory: a name that matches no workspace is read as a directory."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="tool name, e.g. read_file")
-        parser.add_argument("--workspace", required=True, help="workspace directory")
+        parser.add_argument(
+            "--workspace", required=True, help="workspace name, or a workspace directory"
+        )
         parser.add_argument(
             "--args",
             dest="tool_arguments",
@@ -35,9 +38,12 @@ class Command(BaseCommand):
         known = available_tool_names()
         if name not in known:
             raise CommandError(f"unknown tool {name!r}; available: {', '.join(known)}")
-        workspace = Path(options["workspace"])
+        workspace = _workspace_dir(options["workspace"])
         if not workspace.is_dir():
-            raise CommandError(f"--workspace {workspace} is not a directory; create it first")
+            raise CommandError(
+                f"--workspace {workspace} is not a directory, nor the name of a workspace; give "
+                "an existing directory or a workspace name (admin lists them)"
+            )
         try:
             arguments = json.loads(options["tool_arguments"])
         except json.JSONDecodeError as exc:
@@ -50,3 +56,16 @@ class Command(BaseCommand):
         tools = ToolSet(build_tools(ToolContext(root=workspace), [name]))
         result = asyncio.run(tools.safe_execute(name, arguments))
         self.stdout.write(json.dumps(result.as_dict(), sort_keys=True))
+
+
+def _workspace_dir(value: str) -> Path:
+    """A workspace by name first (when the database is reachable), else the path as given."""
+    from django.db import DatabaseError
+
+    from apps.tasks.models import Workspace
+
+    try:
+        workspace = Workspace.objects.filter(name=value).first()
+    except DatabaseError:  # no database yet (not migrated): the value can only be a directory
+        workspace = None
+    return Path(workspace.root_dir) if workspace is not None else Path(value)
