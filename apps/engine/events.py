@@ -8,7 +8,8 @@ What the engine itself emits, with its `data`:
 
     task_started         mode, model, goal, tools, unavailable_tools, max_steps
     token                step, text            (batched; `restart: true` = drop this step's text)
-    tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON)
+    tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON;
+                         the step's first call also usage, cost: the run's totals so far)
     tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms
     verification_result  attempt, passed, errors, log, reinjected
     compression          step, tokens_before, tokens_after, summarized_by, messages_summarized,

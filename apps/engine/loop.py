@@ -97,6 +97,9 @@ class _Run:
             type=type, task_id=self.task.task_id, seq=self.seq, ts=datetime.now(UTC), data=data
         )
 
+    def usage_so_far(self) -> dict[str, int]:
+        return UsageTotals.of(self.usage, self.llm_calls).model_dump()
+
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=failures.interrupted())
         return TaskResult(
@@ -282,8 +285,11 @@ class ReActEngine:
     async def _act(self, run: _Run, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
         """Run the tool calls in order; each result is the model's next observation."""
         observations, any_error = [], False
-        for call in calls:
-            yield run.event("tool_call", **tool_call_data(run.steps, call))
+        for index, call in enumerate(calls):
+            data = tool_call_data(run.steps, call)
+            if index == 0:  # the step's first call carries the run's usage so far (live header)
+                data.update(usage=run.usage_so_far(), cost=run.cost)
+            yield run.event("tool_call", **data)
             started, result = time.monotonic(), None
             if run.tracker is not None:
                 result, events = phases.gate_call(run.tracker, call, run.tools)

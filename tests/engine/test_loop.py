@@ -290,3 +290,27 @@ async def test_one_engine_runs_overlapping_tasks_independently():
     )
     assert (first.final, first.steps) == ("done A", 2)
     assert (second.final, second.steps) == ("done B", 2)
+
+
+async def test_each_steps_first_tool_call_carries_the_usage_so_far():
+    turns = [
+        {"text": "One.", "tool_calls": [{"name": "echo", "arguments": {"text": "a"}}]},
+        {
+            "text": "Two.",
+            "tool_calls": [
+                {"name": "echo", "arguments": {"text": "b"}},
+                {"name": "echo", "arguments": {"text": "c"}},
+            ],
+        },
+        "Done.",
+    ]
+    engine, _ = scripted_engine(turns, tools=[EchoTool()])
+    events = await collect(engine, AgentTask(task_id=1, goal="echo three times"))
+
+    calls = [e for e in events if e.type == "tool_call"]
+    finished = events[-1].data
+    assert [("usage" in c.data) for c in calls] == [True, True, False]
+    first, second = calls[0].data["usage"], calls[1].data["usage"]
+    assert first["llm_calls"] == 1 and second["llm_calls"] == 2
+    assert 0 < first["input_tokens"] < second["input_tokens"] < finished["usage"]["input_tokens"]
+    assert calls[1].data["cost"] <= finished["cost"]
