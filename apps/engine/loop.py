@@ -36,12 +36,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.engine import failures, phases, reflexion
+from apps.engine import failures, fallback, phases, reflexion
 from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.compressor import Compressor
-from apps.engine.config import AgentkitConfig
+from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.events import Event, EventType, tool_call_data, tool_result_data
-from apps.engine.flow import Cancelled, Failed, Finished, GaveUp, Redirect, Submitted
+from apps.engine.flow import (
+    Cancelled,
+    Failed,
+    Finished,
+    GaveUp,
+    LoopStopped,
+    OutOfSteps,
+    Redirect,
+    SandboxMissing,
+    Submitted,
+    TimedOut,
+    VerificationFailed,
+)
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import (
     ChatRequest,
@@ -54,7 +66,7 @@ from apps.engine.llm.types import (
 )
 from apps.engine.loop_detection import LoopDetector, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
-from apps.engine.ports import ModelClient, TaskHooks, VerificationOutcome, Verifier
+from apps.engine.ports import ModelClient, Salvager, TaskHooks, VerificationOutcome, Verifier
 from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.sandbox import SandboxUnavailable
 from apps.engine.streaming import DeltaBatcher
@@ -90,6 +102,11 @@ class _Run:
     tracker: PhaseTracker | None = None  # plan_exec only
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
+    recoveries: int = 0  # Recovery attempts made (fallback.py)
+    failure: Finished | None = None  # the failed attempt Recovery works on
+    edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
+    salvage: dict[str, Any] | None = None  # Emergency: what the run changed
+    original_error: str | None = None  # Emergency: the failure's own text (owner only)
 
     def event(self, type: EventType, **data: Any) -> Event:
         self.seq += 1
@@ -109,6 +126,8 @@ class _Run:
             error=end.error,
             verification=self.verification,
             phases=self.tracker.counters() if self.tracker else None,
+            salvage=self.salvage,
+            original_error=self.original_error,
         )
 
 
@@ -124,6 +143,8 @@ class ReActEngine:
         non_action_tools: Iterable[str] = ("think",),
         compressor: Compressor | None = None,
         phase_policy: PhasePolicy | None = None,
+        fallback: FallbackChainConfig | None = None,
+        salvager: Salvager | None = None,
     ):
         self.model = model
         self.tools = tools or ToolSet()
@@ -136,6 +157,9 @@ class ReActEngine:
         self.compressor = compressor or Compressor.from_config(model, self.config)
         # plan_exec runs use this policy (None: the config's plan_exec section); other modes none.
         self.phase_policy = phase_policy
+        # The failure chain of react runs (fallback.py); None: a failed attempt ends the run.
+        self.fallback = fallback
+        self.salvager = salvager
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None
@@ -154,30 +178,44 @@ class ReActEngine:
         run = _Run(task)
         crash: Exception | None = None
         try:
-            try:
-                self._prepare(run, cancel)
-                yield run.event(
-                    "task_started",
-                    mode=task.mode,
-                    model=task.model or self.config.llm.main,
-                    goal=task.goal,
-                    tools=sorted({*run.tools.names(), *(spec.name for spec in run.specs)}),
-                    unavailable_tools=run.unavailable_tools,
-                    max_steps=run.max_steps,
-                )
-                while True:
-                    try:
-                        async for event in self._step(run):
+            started = False
+            while run.outcome is None:  # an attempt; Recovery (fallback.py) may start another
+                try:
+                    if not started:
+                        started = True
+                        self._prepare(run, cancel)
+                        yield run.event(
+                            "task_started",
+                            mode=task.mode,
+                            model=task.model or self.config.llm.main,
+                            goal=task.goal,
+                            tools=sorted({*run.tools.names(), *(spec.name for spec in run.specs)}),
+                            unavailable_tools=run.unavailable_tools,
+                            max_steps=run.max_steps,
+                        )
+                    else:
+                        async for event in self._recover(run, cancel):
                             yield event
-                    except Redirect as redirect:
-                        run.messages.extend(redirect.messages)
-            except Finished as end:
-                run.outcome = end
-            except LLMError as exc:
-                run.outcome = Failed(error=failures.from_llm_error(exc))
-            except Exception as exc:
-                log.exception("engine error in task %s", task.task_id)
-                crash, run.outcome = exc, Failed(error=failures.engine_bug(exc))
+                    while True:
+                        try:
+                            async for event in self._step(run):
+                                yield event
+                        except Redirect as redirect:
+                            run.messages.extend(redirect.messages)
+                except Finished as end:
+                    run.outcome = end
+                except LLMError as exc:
+                    run.outcome = Failed(error=failures.from_llm_error(exc), cause=exc)
+                except Exception as exc:
+                    log.exception("engine error in task %s", task.task_id)
+                    crash = exc
+                    run.outcome = Failed(error=failures.engine_bug(exc), cause=exc)
+                if run.recoveries:
+                    yield run.event("recovery_finished", **fallback.finished_data(run))
+                if crash is None and fallback.may_recover(self.fallback, run):
+                    run.recoveries, run.failure, run.outcome = run.recoveries + 1, run.outcome, None
+            if fallback.in_emergency(self.fallback, run):
+                await self._emergency(run)
             if run.outcome.status in ("failed", "gave_up_after_reflections"):
                 struct = run.outcome.error.model_dump()
                 yield run.event("error", step=run.steps, fatal=True, error_struct=struct)
@@ -197,7 +235,7 @@ class ReActEngine:
     async def _step(self, run: _Run) -> AsyncIterator[Event]:
         run.interrupter.check()  # cancelled, or out of wall time
         if run.steps >= run.max_steps:
-            raise Failed(error=failures.max_steps_exceeded(run.max_steps))
+            raise OutOfSteps(error=failures.max_steps_exceeded(run.max_steps))
         if run.tracker is not None:
             for kind, data in run.tracker.begin_step(run.steps + 1):
                 yield run.event(kind, **data)
@@ -306,6 +344,8 @@ class ReActEngine:
                 if token is not None:
                     phases.reset_command_filter(token)
             yield run.event("tool_result", **tool_result_data(run.steps, call, result, started))
+            if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
+                run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
             observation = result.for_model()
             run.messages.append(
                 Message(
@@ -342,7 +382,7 @@ class ReActEngine:
             try:
                 outcome = await run.interrupter.guard(self.verifier(answer))
             except SandboxUnavailable as exc:
-                raise Failed(answer, failures.sandbox_unavailable(exc)) from None
+                raise SandboxMissing(answer, failures.sandbox_unavailable(exc)) from None
             async for event in self._check_verification(run, answer, outcome):
                 yield event
         yield run.event("final_answer", step=run.steps, text=answer)
@@ -363,7 +403,7 @@ class ReActEngine:
         if verdict is None:
             return
         if verdict.fatal:
-            raise Failed(error=failures.loop_detected(verdict))
+            raise LoopStopped(error=failures.loop_detected(verdict))
         warning = failures.loop_suspected(verdict)
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
@@ -386,7 +426,9 @@ class ReActEngine:
         for kind, data in move.events:
             yield run.event(kind, **data)
         if move.action == "fail":
-            raise Failed(answer, failures.verification_failed(record.attempt, record.errors))
+            raise VerificationFailed(
+                answer, failures.verification_failed(record.attempt, record.errors)
+            )
         if move.action == "give_up":
             error = failures.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
             raise GaveUp(answer, error)
@@ -463,10 +505,14 @@ class ReActEngine:
         if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
             loop_config = phases.loop_config(loop_config)
         run.detector = LoopDetector(loop_config)
+        self._arm(run, cancel)
+
+    def _arm(self, run: _Run, cancel: CancellationToken | None) -> None:
+        """A fresh interrupter with the wall-time limit and the cancel token, for an attempt."""
         interrupter = run.interrupter = Interrupter()
-        wall = cfg.react.max_wall_seconds
+        wall = self.config.react.max_wall_seconds
         timer = asyncio.get_running_loop().call_later(
-            wall, interrupter.interrupt, lambda: Failed(error=failures.wall_time_exceeded(wall))
+            wall, interrupter.interrupt, lambda: TimedOut(error=failures.wall_time_exceeded(wall))
         )
         run.cleanups.append(timer.cancel)
         if cancel is not None:
@@ -477,6 +523,48 @@ class ReActEngine:
                     )
                 )
             )
+
+    # ── the failure chain (fallback.py) ────────────────────────────────────────────────────────
+    async def _recover(self, run: _Run, cancel: CancellationToken | None) -> AsyncIterator[Event]:
+        """Recovery: a fresh time and step budget, one reflect call on the main model about the
+        failed attempt, then the next attempt continues the same conversation."""
+        self._arm(run, cancel)
+        fallback.close_dangling_calls(run.messages)
+        run.detector.reset()
+        error = run.failure.error or failures.engine_bug(run.failure)
+        run.steps += 1
+        request = fallback.reflect_request(run.messages, run.system, error)
+        text, reflection = "", {"ok": False}
+        try:
+            async for _nothing in self._query(run, request, show=False):
+                pass
+            if not (text := run.reply.content.strip()):
+                raise LLMError("the reflect call returned no text")
+            reflection = {"ok": True, "text": text}
+        except LLMError as exc:
+            reflection = {"ok": False, "error": failures.from_llm_error(exc).model_dump()}
+        run.max_steps = run.steps + (run.task.max_steps or self.config.react.max_steps)
+        run.messages.append(fallback.retry_message(error, text))
+        yield run.event(
+            "recovery_started",
+            step=run.steps,
+            attempt=run.recoveries,
+            max_retries=self.fallback.recovery.max_retries,
+            error_struct=error.model_dump(),
+            reflection=reflection,
+        )
+
+    async def _emergency(self, run: _Run) -> None:
+        """Emergency: the failure as a rule-based structured error, and what the run changed."""
+        emergency = fallback.EmergencyRules.classify(run.outcome, self.fallback)
+        run.original_error = emergency.original_error
+        run.outcome = Failed(run.outcome.final, emergency.to_struct(), cause=run.outcome.cause)
+        run.salvage = fallback.edits_salvage(run.edits)
+        if self.salvager is not None:
+            try:
+                run.salvage = await asyncio.wait_for(self.salvager(list(run.edits)), 30)
+            except Exception:
+                log.warning("salvage failed for task %s", run.task.task_id, exc_info=True)
 
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {
