@@ -8,6 +8,7 @@ urlpatterns = [
     path("api/tasks/<int:task_id>", api.task_detail, name="api-task"),
     path("api/tasks/<int:task_id>/events", api.task_events, name="api-task-events"),
     path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
+    path("api/tasks/<int:task_id>/retry", api.task_retry, name="api-task-retry"),
     path("api/conversations", api.conversations, name="api-conversations"),
     path(
         "api/conversations/<int:conversation_id>",
