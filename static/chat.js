@@ -242,6 +242,7 @@
     } catch (err) { /* offline: keep the old list */ }
   }
 
+  window.agentkitOpenTask = (taskId) => openTask(taskId);  // issue 14: errors.js opens a retry
   function openTask(taskId) {
     state.current = taskId;
     conversations.follow(taskId);  // issue 13
