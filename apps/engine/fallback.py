@@ -8,15 +8,18 @@ suggestions, whether a retry may help, and the original error text for the task'
 Messages, suggestions and retryable are overridable per rule in agentkit.yaml
 (`fallback_chain.emergency.rules`). Cancellation is never classified: it propagates.
 
-The engine's own structs (failures.py) stay the errors of a run without the chain; with it, the
-same failures end with these codes, all in this one vocabulary.
+Below the rules: the structs the engine itself ends a run with (folded in from the former
+failures.py). They stay the errors of a run without the chain (an engine built without
+`fallback`) and are what Recovery reflects on; Emergency turns them into the rules' codes.
+`retryable` there means running the same task again may well succeed, not that the engine
+retries it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +27,7 @@ from apps.engine import flow
 from apps.engine.config import EMERGENCY_RULES, FallbackChainConfig
 from apps.engine.events import ErrorStruct
 from apps.engine.llm import errors as llm
-from apps.engine.llm.types import ChatRequest, Message, TextBlock
+from apps.engine.loop_detection import LoopVerdict
 from apps.engine.sandbox import SandboxUnavailable
 
 
@@ -248,88 +251,157 @@ def scrub(text: str, *, paths: Iterable[str] = (), secrets: Iterable[str] = ()) 
     return _HOME.sub("<home>", text)
 
 
-# ── Recovery, as ReActEngine.run() drives it ──────────────────────────────────────────────────
-RECOVERY_REFLECT = (
-    "Your attempt at this task failed: {error}\n"
-    "Reflect before trying again. Answer in three short parts, without calling any tool:\n"
-    "1. What failed.\n2. Why it failed (the root cause, not the symptom).\n"
-    "3. What you will do differently in the next attempt (concrete steps)."
+# ── the engine's own structs: how a run ends without the chain ───────────────────────────────
+def max_steps_exceeded(max_steps: int) -> ErrorStruct:
+    return ErrorStruct(
+        error_code="max_steps_exceeded",
+        message=f"Stopped after {max_steps} steps without an accepted final answer.",
+        suggestions=[
+            "Raise react.max_steps in agentkit.yaml if the task really needs more steps.",
+            "Split the task into smaller ones, or state more precisely what done means.",
+        ],
+    )
+
+
+def wall_time_exceeded(seconds: float) -> ErrorStruct:
+    return ErrorStruct(
+        error_code="wall_time_exceeded",
+        message=f"Stopped after the wall-time limit of {seconds:g} s.",
+        suggestions=[
+            "Raise react.max_wall_seconds in agentkit.yaml, or split the task.",
+            "Check for a tool call that hangs (a command waiting for input, a server in the "
+            "foreground).",
+        ],
+    )
+
+
+def loop_detected(verdict: LoopVerdict) -> ErrorStruct:
+    return ErrorStruct(
+        error_code="loop_detected",
+        message=f"Stopped: the agent kept looping ({verdict.pattern}) after a recovery hint. "
+        f"{verdict.message}",
+        suggestions=[
+            "Rephrase the task with the missing information, or a different approach.",
+            "Try a stronger model for this task.",
+        ],
+    )
+
+
+def loop_suspected(verdict: LoopVerdict) -> ErrorStruct:
+    return ErrorStruct(
+        error_code="loop_suspected",
+        message=f"The agent looks stuck ({verdict.pattern}); it was told so and may recover.",
+        retryable=True,
+    )
+
+
+def verification_failed(attempts: int, errors: list[str]) -> ErrorStruct:
+    first = errors[0] if errors else "the verifier reported a failure without details"
+    return ErrorStruct(
+        error_code="verification_failed",
+        message=f"The final answer failed verification {attempts} time(s); first error: {first}",
+        suggestions=[
+            "Read the verification log in the task result.",
+            "Raise verification.max_reinjections to give the agent more attempts.",
+        ],
+    )
+
+
+def cancelled(reason: str) -> ErrorStruct:
+    return ErrorStruct(error_code="cancelled", message=reason, retryable=True)
+
+
+def interrupted() -> ErrorStruct:
+    return ErrorStruct(
+        error_code="interrupted",
+        message="The run stopped before it finished: its consumer closed the event stream or "
+        "its asyncio task was cancelled.",
+        retryable=True,
+    )
+
+
+def engine_bug(exc: BaseException) -> ErrorStruct:
+    return ErrorStruct(
+        error_code="engine_error",
+        message=f"Internal error: {type(exc).__name__}: {exc}",
+        suggestions=["This is a bug in agentkit; the server log has the traceback."],
+    )
+
+
+# Most specific class first.
+_LLM_FAILURES: tuple[tuple[type[llm.LLMError], str, str], ...] = (
+    (
+        llm.AuthenticationError,
+        "llm_authentication_failed",
+        "Check the key in the variable named by models.<alias>.api_key_env and that it may use "
+        "this model.",
+    ),
+    (llm.RateLimitError, "llm_rate_limited", "Wait a moment and retry, or set llm.fallbacks."),
+    (
+        llm.ContextWindowError,
+        "llm_context_window_exceeded",
+        "Start a new conversation, or pick a model with a larger context window.",
+    ),
+    (
+        llm.LLMTimeoutError,
+        "llm_timeout",
+        "Retry; if it persists raise llm.timeout.read or check the endpoint.",
+    ),
+    (
+        llm.LLMConnectionError,
+        "llm_connection_error",
+        "Check that the model's base_url is reachable, then retry.",
+    ),
+    (llm.LLMStatusError, "llm_status_error", "Check the endpoint's status and the model name."),
+    (
+        llm.LLMConfigurationError,
+        "llm_configuration_error",
+        "Fix the models / llm sections of agentkit.yaml or the environment.",
+    ),
+    (
+        llm.ScriptExhaustedError,
+        "llm_script_exhausted",
+        "Add a turn to the scripted model's script that answers this call.",
+    ),
+    (llm.EmptyResponseError, "llm_empty_response", "Retry, or try another model."),
 )
-RETRY = (
-    "Your previous attempt failed: {error}\n{reflection}"
-    "Try again now, applying what you learned, and finish with your final answer."
-)
 
 
-def may_recover(config: FallbackChainConfig | None, run: Any) -> bool:
-    """Recovery once more? Only react runs (plan_exec has its own reflexion), only a failure
-    (never a cancellation), and never beyond recovery.max_retries."""
-    return (
-        config is not None
-        and config.recovery.enabled
-        and run.task.mode == "react"
-        and run.outcome.status == "failed"
-        and run.recoveries < config.recovery.max_retries
+def from_llm_error(exc: llm.LLMError) -> ErrorStruct:
+    code, hint = "llm_error", "Retry, or check the model configuration."
+    for cls, known_code, known_hint in _LLM_FAILURES:
+        if isinstance(exc, cls):
+            code, hint = known_code, known_hint
+            break
+    return ErrorStruct(
+        error_code=code, message=str(exc), suggestions=[hint], retryable=exc.retryable
     )
 
 
-def in_emergency(config: FallbackChainConfig | None, run: Any) -> bool:
-    return (
-        config is not None
-        and config.emergency.enabled
-        and run.task.mode == "react"
-        and run.outcome.status == "failed"
+def sandbox_unavailable(exc: BaseException) -> ErrorStruct:
+    """Verification could not run: no sandbox backend works here (an environment problem)."""
+    from apps.engine.sandbox import INSTALL_HINT
+
+    detail = str(exc) or INSTALL_HINT
+    suggestions = [detail] if detail == INSTALL_HINT else [detail, INSTALL_HINT]
+    return ErrorStruct(
+        error_code="sandbox_unavailable",
+        message="Verification could not run: no sandbox is available to run the workspace's "
+        "checks in.",
+        suggestions=[*suggestions, "`python manage.py check_sandbox` shows what was tried."],
+        retryable=True,
     )
 
 
-def finished_data(run: Any) -> dict[str, Any]:
-    """`recovery_finished` data: how the attempt after the latest Recovery ended."""
-    end = run.outcome
-    return {
-        "attempt": run.recoveries,
-        "ok": end.status == "completed",
-        "status": end.status,
-        "error_struct": end.error.model_dump() if end.error else None,
-    }
-
-
-def reflect_request(
-    messages: Sequence[Message], system: tuple[TextBlock, ...], error: ErrorStruct
-) -> ChatRequest:
-    prompt = RECOVERY_REFLECT.format(error=f"{error.error_code}: {error.message}")
-    return ChatRequest((*messages, Message("user", prompt)), system, ())
-
-
-def retry_message(error: ErrorStruct, reflection: str) -> Message:
-    said = f"Your reflection on it:\n{reflection}\n\n" if reflection else ""
-    return Message(
-        "user", RETRY.format(error=f"{error.error_code}: {error.message}", reflection=said)
+def gave_up_after_reflections(reflections: int, errors: list[str]) -> ErrorStruct:
+    first = errors[0] if errors else "the verifier reported a failure without details"
+    return ErrorStruct(
+        error_code="gave_up_after_reflections",
+        message=f"Verification still failed after {reflections} reflection(s); first error: "
+        f"{first}",
+        suggestions=[
+            "Read the verification log and the reflections in the task's events.",
+            "Raise reflexion.max_reflections (and plan_exec.phase_budgets.reflect) for more "
+            "attempts, or split the task.",
+        ],
     )
-
-
-def close_dangling_calls(messages: list[Message]) -> None:
-    """An attempt stopped mid-tool leaves tool calls without results; providers refuse such a
-    context, so each gets an "interrupted" result."""
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant":
-            for call in messages[index].tool_calls:
-                if call.id not in answered:
-                    messages.append(
-                        Message(
-                            "tool",
-                            "ERROR [interrupted] the attempt stopped before this call finished",
-                            tool_call_id=call.id,
-                            name=call.name,
-                            is_error=True,
-                        )
-                    )
-            return
-
-
-def edits_salvage(edits: Sequence[dict[str, str]]) -> dict[str, Any] | None:
-    """The salvage of a run outside git: the files the editor changed, with their diffs."""
-    if not edits:
-        return None
-    files = list(dict.fromkeys(edit["path"] for edit in edits))
-    return {"source": "editor", "files": files, "diff": "\n".join(e["diff"] for e in edits)}

@@ -21,8 +21,8 @@ propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no ex
 consumer that stops reading included — can skip it.
 
 Helpers with their own module: streaming.py (delta batching), loop_detection.py, prompt.py,
-cancellation.py (cancel token, wall-time limit), failures.py (error structs), phases.py,
-reflexion.py.
+cancellation.py (cancel token, wall-time limit), fallback.py (error structs, Emergency),
+recovery.py, phases.py, reflexion.py.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.engine import failures, fallback, phases, reflexion
+from apps.engine import fallback, phases, recovery, reflexion
 from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.compressor import Compressor
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
@@ -102,7 +102,7 @@ class _Run:
     tracker: PhaseTracker | None = None  # plan_exec only
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
-    recoveries: int = 0  # Recovery attempts made (fallback.py)
+    recoveries: int = 0  # Recovery attempts made (recovery.py)
     failure: Finished | None = None  # the failed attempt Recovery works on
     edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
     salvage: dict[str, Any] | None = None  # Emergency: what the run changed
@@ -115,7 +115,7 @@ class _Run:
         )
 
     def result(self) -> TaskResult:
-        end = self.outcome or Cancelled(error=failures.interrupted())
+        end = self.outcome or Cancelled(error=fallback.interrupted())
         return TaskResult(
             task_id=self.task.task_id,
             status=end.status,
@@ -179,7 +179,7 @@ class ReActEngine:
         crash: Exception | None = None
         try:
             started = False
-            while run.outcome is None:  # an attempt; Recovery (fallback.py) may start another
+            while run.outcome is None:  # an attempt; Recovery (recovery.py) may start another
                 try:
                     if not started:
                         started = True
@@ -205,16 +205,16 @@ class ReActEngine:
                 except Finished as end:
                     run.outcome = end
                 except LLMError as exc:
-                    run.outcome = Failed(error=failures.from_llm_error(exc), cause=exc)
+                    run.outcome = Failed(error=fallback.from_llm_error(exc), cause=exc)
                 except Exception as exc:
                     log.exception("engine error in task %s", task.task_id)
                     crash = exc
-                    run.outcome = Failed(error=failures.engine_bug(exc), cause=exc)
+                    run.outcome = Failed(error=fallback.engine_bug(exc), cause=exc)
                 if run.recoveries:
-                    yield run.event("recovery_finished", **fallback.finished_data(run))
-                if crash is None and fallback.may_recover(self.fallback, run):
+                    yield run.event("recovery_finished", **recovery.finished_data(run))
+                if crash is None and recovery.may_recover(self.fallback, run):
                     run.recoveries, run.failure, run.outcome = run.recoveries + 1, run.outcome, None
-            if fallback.in_emergency(self.fallback, run):
+            if recovery.in_emergency(self.fallback, run):
                 await self._emergency(run)
             if run.outcome.status in ("failed", "gave_up_after_reflections"):
                 struct = run.outcome.error.model_dump()
@@ -224,7 +224,7 @@ class ReActEngine:
                 raise crash
         except (GeneratorExit, asyncio.CancelledError):
             if run.outcome is None:
-                run.outcome = Cancelled(error=failures.interrupted())
+                run.outcome = Cancelled(error=fallback.interrupted())
             raise
         finally:
             for cleanup in run.cleanups:
@@ -235,7 +235,7 @@ class ReActEngine:
     async def _step(self, run: _Run) -> AsyncIterator[Event]:
         run.interrupter.check()  # cancelled, or out of wall time
         if run.steps >= run.max_steps:
-            raise OutOfSteps(error=failures.max_steps_exceeded(run.max_steps))
+            raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
         if run.tracker is not None:
             for kind, data in run.tracker.begin_step(run.steps + 1):
                 yield run.event(kind, **data)
@@ -382,7 +382,7 @@ class ReActEngine:
             try:
                 outcome = await run.interrupter.guard(self.verifier(answer))
             except SandboxUnavailable as exc:
-                raise SandboxMissing(answer, failures.sandbox_unavailable(exc)) from None
+                raise SandboxMissing(answer, fallback.sandbox_unavailable(exc)) from None
             async for event in self._check_verification(run, answer, outcome):
                 yield event
         yield run.event("final_answer", step=run.steps, text=answer)
@@ -403,8 +403,8 @@ class ReActEngine:
         if verdict is None:
             return
         if verdict.fatal:
-            raise LoopStopped(error=failures.loop_detected(verdict))
-        warning = failures.loop_suspected(verdict)
+            raise LoopStopped(error=fallback.loop_detected(verdict))
+        warning = fallback.loop_suspected(verdict)
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
@@ -427,10 +427,10 @@ class ReActEngine:
             yield run.event(kind, **data)
         if move.action == "fail":
             raise VerificationFailed(
-                answer, failures.verification_failed(record.attempt, record.errors)
+                answer, fallback.verification_failed(record.attempt, record.errors)
             )
         if move.action == "give_up":
-            error = failures.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
+            error = fallback.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
             raise GaveUp(answer, error)
         if move.action == "reinject":
             message = reflexion.reinjection(record, limit)
@@ -457,7 +457,7 @@ class ReActEngine:
             data: dict[str, Any] = {"ok": True, "text": text}
             message = reflexion.reflection_message(text, record, limit)
         except LLMError as exc:
-            data = {"ok": False, "error": failures.from_llm_error(exc).model_dump()}
+            data = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
             message = reflexion.reinjection(record, limit)
         counters = tracker.counters()
         event = run.event(
@@ -512,14 +512,14 @@ class ReActEngine:
         interrupter = run.interrupter = Interrupter()
         wall = self.config.react.max_wall_seconds
         timer = asyncio.get_running_loop().call_later(
-            wall, interrupter.interrupt, lambda: TimedOut(error=failures.wall_time_exceeded(wall))
+            wall, interrupter.interrupt, lambda: TimedOut(error=fallback.wall_time_exceeded(wall))
         )
         run.cleanups.append(timer.cancel)
         if cancel is not None:
             run.cleanups.append(
                 cancel.subscribe(
                     lambda reason: interrupter.interrupt(
-                        lambda: Cancelled(error=failures.cancelled(reason))
+                        lambda: Cancelled(error=fallback.cancelled(reason))
                     )
                 )
             )
@@ -529,11 +529,11 @@ class ReActEngine:
         """Recovery: a fresh time and step budget, one reflect call on the main model about the
         failed attempt, then the next attempt continues the same conversation."""
         self._arm(run, cancel)
-        fallback.close_dangling_calls(run.messages)
+        recovery.close_dangling_calls(run.messages)
         run.detector.reset()
-        error = run.failure.error or failures.engine_bug(run.failure)
+        error = run.failure.error or fallback.engine_bug(run.failure)
         run.steps += 1
-        request = fallback.reflect_request(run.messages, run.system, error)
+        request = recovery.reflect_request(run.messages, run.system, error)
         text, reflection = "", {"ok": False}
         try:
             async for _nothing in self._query(run, request, show=False):
@@ -542,9 +542,9 @@ class ReActEngine:
                 raise LLMError("the reflect call returned no text")
             reflection = {"ok": True, "text": text}
         except LLMError as exc:
-            reflection = {"ok": False, "error": failures.from_llm_error(exc).model_dump()}
+            reflection = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
         run.max_steps = run.steps + (run.task.max_steps or self.config.react.max_steps)
-        run.messages.append(fallback.retry_message(error, text))
+        run.messages.append(recovery.retry_message(error, text))
         yield run.event(
             "recovery_started",
             step=run.steps,
@@ -559,7 +559,7 @@ class ReActEngine:
         emergency = fallback.EmergencyRules.classify(run.outcome, self.fallback)
         run.original_error = emergency.original_error
         run.outcome = Failed(run.outcome.final, emergency.to_struct(), cause=run.outcome.cause)
-        run.salvage = fallback.edits_salvage(run.edits)
+        run.salvage = recovery.edits_salvage(run.edits)
         if self.salvager is not None:
             try:
                 run.salvage = await asyncio.wait_for(self.salvager(list(run.edits)), 30)

@@ -13,7 +13,8 @@ from typing import Any
 from django.conf import settings
 
 from apps.engine.config import AgentkitConfig
-from apps.engine.fallback import edits_salvage, scrub
+from apps.engine.fallback import scrub
+from apps.engine.recovery import edits_salvage
 
 GIT_TIMEOUT_SECONDS = 10.0
 MAX_SALVAGE_CHARS = 200_000

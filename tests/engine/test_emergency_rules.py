@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from apps.engine import failures
+from apps.engine import fallback as failures
 from apps.engine.config import ConfigError, parse_config
 from apps.engine.fallback import EmergencyError, EmergencyRules, scrub
 from apps.engine.flow import (

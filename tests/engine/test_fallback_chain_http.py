@@ -11,9 +11,9 @@ import pytest
 
 from apps.engine.cancellation import CancellationToken
 from apps.engine.config import parse_config
-from apps.engine.fallback import RECOVERY_REFLECT
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.recovery import RECOVERY_REFLECT
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from tests.engine.helpers import EchoTool, HookRecorder, SlowTool, no_sleep, of_type, types
@@ -181,7 +181,9 @@ async def test_emergency_disabled_keeps_the_original_error(llm):
     llm.fail_next(Fault.http_error(500), Fault.http_error(500), Fault.http_error(500))
     events, _ = await run_chain(llm, emergency={"enabled": False})
     error = finished(events)["error"]
-    assert error["error_code"] == "llm_status_error"  # the run's own struct (failures.py)
+    assert (
+        error["error_code"] == "llm_status_error"
+    )  # the run's own struct (fallback.py engine structs)
     assert "recovery_started" in types(events)
 
 
