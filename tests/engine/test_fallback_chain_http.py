@@ -295,3 +295,50 @@ async def test_emergency_outside_git_salvages_the_editor_diffs(llm, tmp_path: Pa
     salvage = data["salvage"]
     assert salvage["source"] == "editor" and salvage["files"] == ["app.py"]
     assert "-x = 1" in salvage["diff"] and "+x = 2" in salvage["diff"]
+
+
+async def test_wall_time_out_mid_tool_recovers_with_a_fresh_time_budget(llm):
+    # The first attempt's tool call is cut by the wall-time limit; Recovery closes the call
+    # with an "interrupted" result (the fake server, like real ones, refuses a dangling call).
+    llm.set_script(
+        [
+            {"text": REFLECTION, "match": REFLECT_MATCH},
+            {"text": "", "tool_calls": [{"name": "slow", "arguments": {"seconds": 30}}]},
+            "The answer is 42.",
+        ]
+    )
+    cfg = cfg_for(llm)
+    cfg = cfg.model_copy(update={"react": cfg.react.model_copy(update={"max_wall_seconds": 1.0})})
+    hooks = HookRecorder()
+    async with Gateway(cfg, sleep=no_sleep) as gateway:
+        engine = ReActEngine(
+            gateway, ToolSet([SlowTool()]), cfg, hooks=hooks, fallback=cfg.fallback_chain
+        )
+        events = [event async for event in engine.run(TASK)]
+    assert finished(events)["status"] == "completed"
+    started = of_type(events, "recovery_started")[0].data
+    assert started["error_struct"]["error_code"] == "wall_time_exceeded"
+    assert started["reflection"]["ok"] is True
+    closed = [m for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "interrupted" in closed[-1]["content"]
+    assert hooks.names == ["on_task_complete"]
+
+
+async def test_wall_time_out_twice_ends_in_emergency_timeout(llm):
+    llm.set_script(
+        [
+            {"text": "Reflected.", "match": REFLECT_MATCH, "repeat": True},
+            {
+                "text": "",
+                "tool_calls": [{"name": "slow", "arguments": {"seconds": 30}}],
+                "repeat": True,
+            },
+        ]
+    )
+    cfg = cfg_for(llm)
+    cfg = cfg.model_copy(update={"react": cfg.react.model_copy(update={"max_wall_seconds": 0.5})})
+    async with Gateway(cfg, sleep=no_sleep) as gateway:
+        engine = ReActEngine(gateway, ToolSet([SlowTool()]), cfg, fallback=cfg.fallback_chain)
+        events = [event async for event in engine.run(TASK)]
+    error = finished(events)["error"]
+    assert error["error_code"] == "timeout" and error["retryable"] is True
