@@ -210,3 +210,34 @@ async def test_emergency_in_a_git_workspace_salvages_the_diff(demo, llm):
         assert_no_internal_path(json.dumps(data), root)
 
     await sync_to_async(check)()
+
+
+async def test_an_echoed_api_key_reaches_neither_events_nor_api_nor_original_error(
+    demo, config_file, monkeypatch
+):
+    user, workspace, _ = demo
+    key = "sk-fake-secret-0123456789"
+    monkeypatch.setenv("FAKE_LLM_KEY", key)
+    with FakeLLMServer(SCRIPT) as server:
+        config_file(
+            f"""
+            models:
+              main: {{provider: openai, model: fake, base_url: "{server.openai_base_url}",
+                      api_key_env: FAKE_LLM_KEY}}
+            llm: {{retries: {{max_attempts: 1}}}}
+            sandbox: {{mode: "off"}}
+            """
+        )
+        server.fail_next(*(Fault.auth_echo() for _ in range(3)))
+        task = await sync_to_async(make_task)(user, workspace, goal="what is the answer?")
+        assert await run_task(task.pk) == "failed"
+
+    def check():
+        data = payload(user, task.pk)
+        assert data["error_struct"]["error_code"] == "llm_failure"
+        assert data["error_struct"]["retryable"] is False
+        seen = browser_view(Task.objects.get(pk=task.pk)) + json.dumps(data)
+        assert key not in seen and key[:12] not in seen
+        assert "401" in data["original_error"]
+
+    await sync_to_async(check)()
