@@ -113,9 +113,11 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def agentkit_server(tmp: Path, *, worker: bool = False, **extra_env: str) -> Iterator[Server]:
+def agentkit_server(
+    tmp: Path, *, worker: bool = False, queues: tuple[str, ...] = ("agent",), **extra_env: str
+) -> Iterator[Server]:
     """migrate + bootstrap into a private SQLite file, then Daphne on a free port; with
-    `worker=True` also an RQ worker for queue `agent` (needs REDIS_URL in extra_env)."""
+    `worker=True` also an RQ worker for `queues` (needs REDIS_URL in extra_env)."""
     env = server_env(tmp, **extra_env)
     for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
         subprocess.run(
@@ -151,7 +153,7 @@ def agentkit_server(tmp: Path, *, worker: bool = False, **extra_env: str) -> Ite
                     sys.executable,
                     "manage.py",
                     "rqworker",
-                    "agent",
+                    *queues,
                     "--worker-class",
                     "rq.worker.SimpleWorker",
                 ],

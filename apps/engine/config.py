@@ -309,9 +309,32 @@ class RollbackConfig(Section):
     timeout_seconds: PositiveFloat = 120.0
 
 
+SandboxProperty = Literal[
+    "no_network",
+    "read_only_host",
+    "hidden_host_files",
+    "no_host_sockets",
+    "unprivileged_user",
+    "limits",
+    "clean_environment",
+    "tree_kill",
+]
+
+
+class SandboxLimitsConfig(Section):
+    """Per command. `processes` counts the command and all its descendants."""
+
+    processes: Annotated[int, Field(ge=8)] = 512
+    address_space_mb: Annotated[int, Field(ge=64)] = 8192
+    cpu_seconds: PositiveInt = 600
+    file_size_mb: PositiveInt = 1024
+    tmp_size_mb: PositiveInt = 512
+
+
 class SandboxConfig(Section):
-    """`auto`: best available backend, refuse to run when none works; `required`: the same, and
-    start-up checks fail without one; `off`: run unconfined (must be chosen explicitly)."""
+    """`auto`: best available backend that holds `require`, refuse to run when none does;
+    `required`: the same, and start-up checks fail without one; `off`: run unconfined (must be
+    chosen explicitly)."""
 
     mode: Literal["auto", "required", "off"] = "auto"
 
@@ -328,19 +351,62 @@ class SandboxConfig(Section):
         default_factory=lambda: ["bwrap", "unshare", "landlock"],
         description="Backends that may be used, in order of preference.",
     )
+    require: list[SandboxProperty] = Field(
+        default_factory=lambda: [
+            "no_network",
+            "read_only_host",
+            "hidden_host_files",
+            "no_host_sockets",
+            "unprivileged_user",
+            "limits",
+            "clean_environment",
+            "tree_kill",
+        ],
+        description="Properties the chosen backend must hold (manage.py check_sandbox).",
+    )
+    limits: SandboxLimitsConfig = SandboxLimitsConfig()
+    installation_root: str | None = Field(
+        default=None, description="The agentkit installation to hide; default: this checkout."
+    )
+    readable: list[str] = Field(default_factory=list, description="Extra read-only paths.")
+    hidden: list[str] = Field(default_factory=list, description="Extra hidden system paths.")
+
+    @field_validator("readable", "hidden")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        relative = [p for p in value if not os.path.isabs(p)]
+        if relative:
+            raise ValueError(f"paths must be absolute: {relative}")
+        return value
 
 
 class EvolutionConfig(Section):
+    """What apps.evolution learns from finished tasks (ARCHITECTURE.md section 3)."""
+
     enabled: bool = True
+    # Failures and gave_up_after_reflections are always reflected on; successes are sampled
+    # at this rate by a stable hash of the task id (the same task always gets the same answer).
     success_sample_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
-    observe_only: bool = False
+    # On: pitfalls are recorded but the optimizer proposes no prompt versions.
+    observe_only: bool = True
+    # Active pitfalls (of one skill or mode) that must agree before a PromptVersion is proposed.
     min_examples: PositiveInt = 3
-    pitfall_confidence_threshold: Annotated[float, Field(ge=0, le=1)] = 0.7
+    # A pitfall becomes active (retrievable) at this confidence; below it stays a candidate.
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
+    # Jobs waiting on queue `evolution` beyond this are dropped (logged and counted).
+    max_pending: PositiveInt = 1000
+    # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
+    # candidate instead of the active one (stable hash of the task id). 0: never.
+    ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
 
 
 class PitfallsConfig(Section):
+    """Retrieval of pitfalls into the volatile block of the prompt at planning."""
+
     top_k: NonNegInt = 3
     min_severity: Literal["low", "medium", "high"] = "high"
+    # Retrieval slower than this is abandoned with a warning; the task goes on without pitfalls.
+    timeout_ms: PositiveInt = 200
 
 
 class ExecutorConfig(Section):

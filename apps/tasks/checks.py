@@ -28,8 +28,9 @@ def check_agentkit_config(app_configs=None, **kwargs):
             return [
                 Error(
                     f"sandbox.mode is 'required' but {sandbox.unavailable_reason}",
-                    hint="Install bubblewrap, allow another backend in sandbox.backends, or set "
-                    "sandbox.mode: auto.",
+                    hint="Install bubblewrap, allow another backend in sandbox.backends, "
+                    "require less in sandbox.require (`manage.py check_sandbox` says what each "
+                    "backend holds), or set sandbox.mode: auto.",
                     id="agentkit.E002",
                 )
             ]

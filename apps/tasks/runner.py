@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
+from apps.evolution.services import evolution_schedule, planning_context
+from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.failure import (
@@ -141,10 +144,10 @@ class RunnerHooks(TaskHooks):
         self.paths, self.secrets = paths or [], list(secrets)
 
     async def on_task_complete(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_failed(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(
             self.task_id, result, self._failure_fields(result)
         )
 
@@ -158,7 +161,12 @@ class RunnerHooks(TaskHooks):
         }
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
+
+
+def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
+    _finish(task_id, result, scrubbed)
+    evolution_schedule(task_id=task_id, outcome=result.status)  # never raises
 
 
 def _load(task_id: int) -> Task | None:
@@ -264,6 +272,13 @@ async def run_task(task_id: int) -> str:
         config = agent_config()
         recorder.secrets = secrets_of(config)
         agent_task = await sync_to_async(build_agent_task)(task, config)  # reads history
+        context = await sync_to_async(planning_context, thread_sensitive=False)(
+            task=task, config=config
+        )  # pitfalls + approved prompt version; {} when none or the store failed (logged)
+        if context:
+            agent_task = replace(
+                agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
+            )
         gateway = Gateway(config)
         engine = build_engine(task, config, gateway)
         async with aclosing(engine.run(agent_task, cancel=token)) as events:

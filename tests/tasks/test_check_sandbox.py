@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from apps.engine.sandbox import available_backends
+from apps.engine.sandbox import PROPERTIES, available_backends
 from tests.support import ROOT
 
 
-def check_sandbox(tmp_path, *args: str, config: str | None = None):
+def check_sandbox(tmp_path, *args: str, config: str | None = None, command="check_sandbox"):
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env.update(
         AGENTKIT_VAR_DIR=str(tmp_path / "var"),
@@ -25,7 +25,7 @@ def check_sandbox(tmp_path, *args: str, config: str | None = None):
         path.write_text(config)
         env["AGENTKIT_CONFIG"] = str(path)
     return subprocess.run(
-        [sys.executable, "manage.py", "check_sandbox", *args],
+        [sys.executable, "manage.py", command, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -58,7 +58,45 @@ def test_json_for_every_working_backend(tmp_path):
     payload = json.loads(done.stdout)
     assert payload["passed"] is True
     assert [r["backend"] for r in payload["reports"]] == available_backends()
-    assert all(check["passed"] for r in payload["reports"] for check in r["checks"])
+    for report in payload["reports"]:
+        statuses = report["properties"]
+        assert {p["status"] for p in statuses.values()} <= {"holds", "not held"}, report
+        held = {name for name, p in statuses.items() if p["status"] == "holds"}
+        for check in report["checks"]:  # every property a backend claims is proven
+            assert check["passed"] or check["property"] not in held, check
+        if report["backend"] in ("bwrap", "unshare"):
+            assert held == set(PROPERTIES), statuses
+
+
+def test_table_per_backend_and_property_says_what_a_backend_cannot_hold(tmp_path):
+    done = check_sandbox(tmp_path, "--all")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("property"))
+    assert header.split()[1:] == available_backends()
+    for name in PROPERTIES:
+        row = next(line for line in lines if line.startswith(name + " "))
+        if "bwrap" in available_backends():
+            assert row.split()[1] == "holds", row
+    if "landlock" in available_backends() and os.geteuid() == 0:
+        assert "unprivileged_user  not held: agentkit runs as root" in done.stdout
+        assert "landlock cannot hold what sandbox.require asks: unprivileged_user, limits" in (
+            done.stdout
+        )
+
+
+def test_a_backend_missing_a_required_property_fails_the_check(tmp_path):
+    if "landlock" not in available_backends() or os.geteuid() != 0:
+        pytest.skip("needs Landlock and root, where Landlock cannot run as another uid")
+    config = "sandbox:\n  mode: required\n  backends: [landlock]\n  require: [unprivileged_user]\n"
+    done = check_sandbox(tmp_path, config=config)
+    assert done.returncode != 0
+    assert "landlock cannot hold unprivileged_user: agentkit runs as root" in done.stderr
+    done = check_sandbox(tmp_path, config=config, command="check")
+    assert done.returncode != 0
+    assert "agentkit.E002" in done.stderr and "unprivileged_user" in done.stderr
+    relaxed = config.replace("[unprivileged_user]", "[no_network, hidden_host_files]")
+    assert check_sandbox(tmp_path, config=relaxed, command="check").returncode == 0
 
 
 def test_unconfined_mode_fails_the_check(tmp_path):
@@ -66,5 +104,6 @@ def test_unconfined_mode_fails_the_check(tmp_path):
     assert done.returncode != 0
     assert "FAIL  network" in done.stdout
     assert "FAIL  filesystem: write outside" in done.stdout
+    assert "FAIL  files: .secret_key is unreadable" in done.stdout
     assert "isolation does NOT hold" in done.stderr
     assert "mode is off" in done.stderr

@@ -1,4 +1,4 @@
-"""`shell`: run a command in the workspace, inside the sandbox (apps/engine/sandbox.py).
+"""`shell`: run a command in the workspace, inside the sandbox (apps/engine/sandbox/).
 
 The network follows ToolContext.network (off unless configured); writes outside the workspace
 fail; the timeout is the model's `timeout` capped by the configured one. Interactive programs
