@@ -67,3 +67,41 @@ def test_failed_task_shows_structured_error_and_retry_completes(
     retried = page.locator("article.task").filter(has_text="The answer is 42.")
     expect(retried.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
     expect(retried).to_contain_text("What is the answer?")
+
+
+def test_failed_task_shows_the_salvaged_diff_of_its_edits(
+    page: Page, failing_server, llm, artifacts
+):
+    llm.set_script(
+        [
+            {
+                "text": "Renaming.",
+                "tool_calls": [
+                    {
+                        "name": "str_replace_editor",
+                        "arguments": {
+                            "command": "str_replace",
+                            "path": "textkit/slug.py",
+                            "old_str": "def slugify(",
+                            "new_str": "def slugify_v2(",
+                        },
+                    }
+                ],
+                "match": "rename slugify",
+            },
+            # after the edit the endpoint fails, and nothing answers Recovery either
+            {"text": "", "after_tool": "str_replace_editor", "fail": "server_error"},
+        ]
+    )
+    try:
+        log_in(page, failing_server)
+        page.locator("#message").fill("@react rename slugify")
+        page.get_by_role("button", name="Send").click()
+        task = page.locator("article.task").filter(has_text="rename slugify").first
+        expect(task.locator("[data-role=status]")).to_have_text("failed", timeout=30_000)
+        card = task.locator("[data-role=error-card]")
+        expect(card.locator(".salvage summary")).to_contain_text("textkit/slug.py")
+        expect(card.locator(".salvage-diff")).to_contain_text("+def slugify_v2(")
+        page.screenshot(path=str(artifacts / "chat-error-salvage.png"), full_page=True)
+    finally:
+        llm.set_script(SCRIPT)
