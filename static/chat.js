@@ -390,6 +390,7 @@
   // ── history (sidebar.js renders the list; these are the hooks it calls) ──────────────────────
   function refreshHistory() { if (window.agentkitSidebar) window.agentkitSidebar.refresh(); }
 
+  window.agentkitOpenTask = (taskId) => openTask(taskId);  // issue 14: errors.js opens a retry
   function openTask(taskId, info) {
     state.current = taskId;
     const fresh = !state.tasks[taskId];

@@ -242,10 +242,65 @@ class SpecReviewConfig(Section):
     timeout_seconds: PositiveFloat = 1800.0
 
 
+# The rules of the Emergency tier (apps/engine/fallback.py): each maps a kind of failure to a
+# stable error_code, a message, suggestions and whether a retry may help.
+EMERGENCY_RULES = (
+    "timeout",
+    "loop_detected",
+    "max_steps",
+    "llm_rate_limited",
+    "llm_auth",
+    "llm_bad_request",
+    "llm_outage",
+    "verification_failed",
+    "sandbox_unavailable",
+    "internal_error",
+)
+
+
+class RecoveryConfig(Section):
+    """Recovery tier: after a failed react run, a reflection on the main model and another
+    attempt in the same run, at most `max_retries` times."""
+
+    enabled: bool = True
+    max_retries: NonNegInt = 1
+
+
+class EmergencyRuleConfig(Section):
+    """Overrides of one Emergency rule; what is not given keeps the English default."""
+
+    message: str | None = None
+    suggestions: list[str] | None = None
+    retryable: bool | None = None
+
+
+class EmergencyConfig(Section):
+    """Emergency tier: a failure that Recovery did not fix ends with a rule-based structured
+    error (and the salvaged diff). Disabled: the run's original error stays."""
+
+    enabled: bool = True
+    rules: dict[
+        Literal[
+            "timeout",
+            "loop_detected",
+            "max_steps",
+            "llm_rate_limited",
+            "llm_auth",
+            "llm_bad_request",
+            "llm_outage",
+            "verification_failed",
+            "sandbox_unavailable",
+            "internal_error",
+        ],
+        EmergencyRuleConfig,
+    ] = Field(default_factory=dict)
+
+
 class FallbackChainConfig(Section):
-    recovery_enabled: bool = True
-    recovery_max_retries: NonNegInt = 1
-    emergency_enabled: bool = True
+    """main run → Recovery → Emergency, for react tasks started by the runner."""
+
+    recovery: RecoveryConfig = RecoveryConfig()
+    emergency: EmergencyConfig = EmergencyConfig()
 
 
 class RollbackConfig(Section):

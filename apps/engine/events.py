@@ -28,6 +28,13 @@ plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
 
 `counters` = {phase, round, step, steps_in_phase, think_used, verify_used, reflect_used,
 budgets}: what phases.reconstruct() rebuilds an interrupted run's state from.
+react runs with the failure chain (apps/engine/fallback.py, runner-started tasks) also emit:
+
+    recovery_started     step, attempt, max_retries, error_struct (the failed attempt's),
+                         reflection {ok, text | error}
+    recovery_finished    attempt, ok, status, error_struct (null when ok)
+
+and `task_finished` gains `salvage` {source, diff, files} when an Emergency end salvaged edits.
 The other types belong to later stages (review gate, rollback).
 """
 
@@ -58,6 +65,8 @@ EventType = Literal[
     "phase_rollback_completed",
     "phase_rollback_failed",
     "compression",
+    "recovery_started",
+    "recovery_finished",
     "final_answer",
     "error",
     "task_finished",

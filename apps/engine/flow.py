@@ -23,10 +23,13 @@ class Redirect(InterruptAgentFlow):
 class Finished(InterruptAgentFlow):
     status: ClassVar[FinalStatus]
 
-    def __init__(self, final: str = "", error: ErrorStruct | None = None):
+    def __init__(
+        self, final: str = "", error: ErrorStruct | None = None, cause: BaseException | None = None
+    ):
         super().__init__(error.message if error else final)
         self.final = final
         self.error = error
+        self.cause = cause  # the exception behind a failure (an LLM error, a crash), if any
 
 
 class Submitted(Finished):
@@ -43,3 +46,24 @@ class Cancelled(Finished):
 
 class GaveUp(Finished):
     status = "gave_up_after_reflections"
+
+
+# Kinds of failure, so the Emergency tier (fallback.py) classifies by exception type.
+class TimedOut(Failed):
+    """The run's wall-time limit (react.max_wall_seconds) passed."""
+
+
+class LoopStopped(Failed):
+    """The loop detector stopped the run after its warning."""
+
+
+class OutOfSteps(Failed):
+    """react.max_steps were used without an accepted final answer."""
+
+
+class VerificationFailed(Failed):
+    """The final answer failed verification and no re-injection was left."""
+
+
+class SandboxMissing(Failed):
+    """Verification could not run: no sandbox backend works here."""

@@ -21,8 +21,8 @@ propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no ex
 consumer that stops reading included — can skip it.
 
 Helpers with their own module: streaming.py (delta batching), loop_detection.py, prompt.py,
-cancellation.py (cancel token, wall-time limit), failures.py (error structs), phases.py,
-reflexion.py.
+cancellation.py (cancel token, wall-time limit), fallback.py (error structs, Emergency),
+recovery.py, phases.py, reflexion.py.
 """
 
 from __future__ import annotations
@@ -36,12 +36,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.engine import failures, phases, reflexion
+from apps.engine import fallback, phases, recovery, reflexion
 from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.compressor import Compressor
-from apps.engine.config import AgentkitConfig
+from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.events import Event, EventType, tool_call_data, tool_result_data
-from apps.engine.flow import Cancelled, Failed, Finished, GaveUp, Redirect, Submitted
+from apps.engine.flow import (
+    Cancelled,
+    Failed,
+    Finished,
+    GaveUp,
+    LoopStopped,
+    OutOfSteps,
+    Redirect,
+    SandboxMissing,
+    Submitted,
+    TimedOut,
+    VerificationFailed,
+)
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import (
     ChatRequest,
@@ -54,7 +66,7 @@ from apps.engine.llm.types import (
 )
 from apps.engine.loop_detection import LoopDetector, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
-from apps.engine.ports import ModelClient, TaskHooks, VerificationOutcome, Verifier
+from apps.engine.ports import ModelClient, Salvager, TaskHooks, VerificationOutcome, Verifier
 from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.sandbox import SandboxUnavailable
 from apps.engine.streaming import DeltaBatcher
@@ -90,6 +102,11 @@ class _Run:
     tracker: PhaseTracker | None = None  # plan_exec only
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
+    recoveries: int = 0  # Recovery attempts made (recovery.py)
+    failure: Finished | None = None  # the failed attempt Recovery works on
+    edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
+    salvage: dict[str, Any] | None = None  # Emergency: what the run changed
+    original_error: str | None = None  # Emergency: the failure's own text (owner only)
 
     def event(self, type: EventType, **data: Any) -> Event:
         self.seq += 1
@@ -101,7 +118,7 @@ class _Run:
         return UsageTotals.of(self.usage, self.llm_calls).model_dump()
 
     def result(self) -> TaskResult:
-        end = self.outcome or Cancelled(error=failures.interrupted())
+        end = self.outcome or Cancelled(error=fallback.interrupted())
         return TaskResult(
             task_id=self.task.task_id,
             status=end.status,
@@ -112,6 +129,8 @@ class _Run:
             error=end.error,
             verification=self.verification,
             phases=self.tracker.counters() if self.tracker else None,
+            salvage=self.salvage,
+            original_error=self.original_error,
         )
 
 
@@ -127,6 +146,8 @@ class ReActEngine:
         non_action_tools: Iterable[str] = ("think",),
         compressor: Compressor | None = None,
         phase_policy: PhasePolicy | None = None,
+        fallback: FallbackChainConfig | None = None,
+        salvager: Salvager | None = None,
     ):
         self.model = model
         self.tools = tools or ToolSet()
@@ -139,6 +160,9 @@ class ReActEngine:
         self.compressor = compressor or Compressor.from_config(model, self.config)
         # plan_exec runs use this policy (None: the config's plan_exec section); other modes none.
         self.phase_policy = phase_policy
+        # The failure chain of react runs (fallback.py); None: a failed attempt ends the run.
+        self.fallback = fallback
+        self.salvager = salvager
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None
@@ -157,30 +181,44 @@ class ReActEngine:
         run = _Run(task)
         crash: Exception | None = None
         try:
-            try:
-                self._prepare(run, cancel)
-                yield run.event(
-                    "task_started",
-                    mode=task.mode,
-                    model=task.model or self.config.llm.main,
-                    goal=task.goal,
-                    tools=sorted({*run.tools.names(), *(spec.name for spec in run.specs)}),
-                    unavailable_tools=run.unavailable_tools,
-                    max_steps=run.max_steps,
-                )
-                while True:
-                    try:
-                        async for event in self._step(run):
+            started = False
+            while run.outcome is None:  # an attempt; Recovery (recovery.py) may start another
+                try:
+                    if not started:
+                        started = True
+                        self._prepare(run, cancel)
+                        yield run.event(
+                            "task_started",
+                            mode=task.mode,
+                            model=task.model or self.config.llm.main,
+                            goal=task.goal,
+                            tools=sorted({*run.tools.names(), *(spec.name for spec in run.specs)}),
+                            unavailable_tools=run.unavailable_tools,
+                            max_steps=run.max_steps,
+                        )
+                    else:
+                        async for event in self._recover(run, cancel):
                             yield event
-                    except Redirect as redirect:
-                        run.messages.extend(redirect.messages)
-            except Finished as end:
-                run.outcome = end
-            except LLMError as exc:
-                run.outcome = Failed(error=failures.from_llm_error(exc))
-            except Exception as exc:
-                log.exception("engine error in task %s", task.task_id)
-                crash, run.outcome = exc, Failed(error=failures.engine_bug(exc))
+                    while True:
+                        try:
+                            async for event in self._step(run):
+                                yield event
+                        except Redirect as redirect:
+                            run.messages.extend(redirect.messages)
+                except Finished as end:
+                    run.outcome = end
+                except LLMError as exc:
+                    run.outcome = Failed(error=fallback.from_llm_error(exc), cause=exc)
+                except Exception as exc:
+                    log.exception("engine error in task %s", task.task_id)
+                    crash = exc
+                    run.outcome = Failed(error=fallback.engine_bug(exc), cause=exc)
+                if run.recoveries:
+                    yield run.event("recovery_finished", **recovery.finished_data(run))
+                if crash is None and recovery.may_recover(self.fallback, run):
+                    run.recoveries, run.failure, run.outcome = run.recoveries + 1, run.outcome, None
+            if recovery.in_emergency(self.fallback, run):
+                await self._emergency(run)
             if run.outcome.status in ("failed", "gave_up_after_reflections"):
                 struct = run.outcome.error.model_dump()
                 yield run.event("error", step=run.steps, fatal=True, error_struct=struct)
@@ -189,7 +227,7 @@ class ReActEngine:
                 raise crash
         except (GeneratorExit, asyncio.CancelledError):
             if run.outcome is None:
-                run.outcome = Cancelled(error=failures.interrupted())
+                run.outcome = Cancelled(error=fallback.interrupted())
             raise
         finally:
             for cleanup in run.cleanups:
@@ -200,7 +238,7 @@ class ReActEngine:
     async def _step(self, run: _Run) -> AsyncIterator[Event]:
         run.interrupter.check()  # cancelled, or out of wall time
         if run.steps >= run.max_steps:
-            raise Failed(error=failures.max_steps_exceeded(run.max_steps))
+            raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
         if run.tracker is not None:
             for kind, data in run.tracker.begin_step(run.steps + 1):
                 yield run.event(kind, **data)
@@ -312,6 +350,8 @@ class ReActEngine:
                 if token is not None:
                     phases.reset_command_filter(token)
             yield run.event("tool_result", **tool_result_data(run.steps, call, result, started))
+            if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
+                run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
             observation = result.for_model()
             run.messages.append(
                 Message(
@@ -348,7 +388,7 @@ class ReActEngine:
             try:
                 outcome = await run.interrupter.guard(self.verifier(answer))
             except SandboxUnavailable as exc:
-                raise Failed(answer, failures.sandbox_unavailable(exc)) from None
+                raise SandboxMissing(answer, fallback.sandbox_unavailable(exc)) from None
             async for event in self._check_verification(run, answer, outcome):
                 yield event
         yield run.event("final_answer", step=run.steps, text=answer)
@@ -369,8 +409,8 @@ class ReActEngine:
         if verdict is None:
             return
         if verdict.fatal:
-            raise Failed(error=failures.loop_detected(verdict))
-        warning = failures.loop_suspected(verdict)
+            raise LoopStopped(error=fallback.loop_detected(verdict))
+        warning = fallback.loop_suspected(verdict)
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
@@ -392,9 +432,11 @@ class ReActEngine:
         for kind, data in move.events:
             yield run.event(kind, **data)
         if move.action == "fail":
-            raise Failed(answer, failures.verification_failed(record.attempt, record.errors))
+            raise VerificationFailed(
+                answer, fallback.verification_failed(record.attempt, record.errors)
+            )
         if move.action == "give_up":
-            error = failures.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
+            error = fallback.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
             raise GaveUp(answer, error)
         if move.action == "reinject":
             message = reflexion.reinjection(record, limit)
@@ -421,7 +463,7 @@ class ReActEngine:
             data: dict[str, Any] = {"ok": True, "text": text}
             message = reflexion.reflection_message(text, record, limit)
         except LLMError as exc:
-            data = {"ok": False, "error": failures.from_llm_error(exc).model_dump()}
+            data = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
             message = reflexion.reinjection(record, limit)
         counters = tracker.counters()
         event = run.event(
@@ -469,20 +511,66 @@ class ReActEngine:
         if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
             loop_config = phases.loop_config(loop_config)
         run.detector = LoopDetector(loop_config)
+        self._arm(run, cancel)
+
+    def _arm(self, run: _Run, cancel: CancellationToken | None) -> None:
+        """A fresh interrupter with the wall-time limit and the cancel token, for an attempt."""
         interrupter = run.interrupter = Interrupter()
-        wall = cfg.react.max_wall_seconds
+        wall = self.config.react.max_wall_seconds
         timer = asyncio.get_running_loop().call_later(
-            wall, interrupter.interrupt, lambda: Failed(error=failures.wall_time_exceeded(wall))
+            wall, interrupter.interrupt, lambda: TimedOut(error=fallback.wall_time_exceeded(wall))
         )
         run.cleanups.append(timer.cancel)
         if cancel is not None:
             run.cleanups.append(
                 cancel.subscribe(
                     lambda reason: interrupter.interrupt(
-                        lambda: Cancelled(error=failures.cancelled(reason))
+                        lambda: Cancelled(error=fallback.cancelled(reason))
                     )
                 )
             )
+
+    # ── the failure chain (fallback.py) ────────────────────────────────────────────────────────
+    async def _recover(self, run: _Run, cancel: CancellationToken | None) -> AsyncIterator[Event]:
+        """Recovery: a fresh time and step budget, one reflect call on the main model about the
+        failed attempt, then the next attempt continues the same conversation."""
+        self._arm(run, cancel)
+        recovery.close_dangling_calls(run.messages)
+        run.detector.reset()
+        error = run.failure.error or fallback.engine_bug(run.failure)
+        run.steps += 1
+        request = recovery.reflect_request(run.messages, run.system, error)
+        text, reflection = "", {"ok": False}
+        try:
+            async for _nothing in self._query(run, request, show=False):
+                pass
+            if not (text := run.reply.content.strip()):
+                raise LLMError("the reflect call returned no text")
+            reflection = {"ok": True, "text": text}
+        except LLMError as exc:
+            reflection = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
+        run.max_steps = run.steps + (run.task.max_steps or self.config.react.max_steps)
+        run.messages.append(recovery.retry_message(error, text))
+        yield run.event(
+            "recovery_started",
+            step=run.steps,
+            attempt=run.recoveries,
+            max_retries=self.fallback.recovery.max_retries,
+            error_struct=error.model_dump(),
+            reflection=reflection,
+        )
+
+    async def _emergency(self, run: _Run) -> None:
+        """Emergency: the failure as a rule-based structured error, and what the run changed."""
+        emergency = fallback.EmergencyRules.classify(run.outcome, self.fallback)
+        run.original_error = emergency.original_error
+        run.outcome = Failed(run.outcome.final, emergency.to_struct(), cause=run.outcome.cause)
+        run.salvage = recovery.edits_salvage(run.edits)
+        if self.salvager is not None:
+            try:
+                run.salvage = await asyncio.wait_for(self.salvager(list(run.edits)), 30)
+            except Exception:
+                log.warning("salvage failed for task %s", run.task.task_id, exc_info=True)
 
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {

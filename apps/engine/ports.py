@@ -3,6 +3,7 @@
 - `ModelClient`: streams a completion. `apps.engine.llm.gateway.Gateway` is one.
 - `Verifier`: `async (final_answer) -> VerificationOutcome`; the runner adapts the sandboxed
   verifier (apps/engine/verify.py) to it.
+- `Salvager`: what a run that ended in Emergency changed (the runner asks git).
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
 
 Events need no port: `ReActEngine.run()` yields them and the runner (apps/tasks/runner.py) is the
@@ -37,6 +38,10 @@ class VerificationOutcome:
 
 
 Verifier = Callable[[str], Awaitable[VerificationOutcome]]
+
+# Emergency: what a failed run changed in its workspace. Given the editor's diffs of the run
+# ([{"path", "diff"}]), returns {"source": "git"|"editor", "diff", "files"} or None (nothing).
+Salvager = Callable[[list[dict[str, str]]], Awaitable[dict | None]]
 
 
 class TaskHooks:

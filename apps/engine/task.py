@@ -84,6 +84,10 @@ class TaskResult(BaseModel):
     verification: list[VerificationRecord] = Field(default_factory=list)
     # plan_exec: the phase counters at the end (apps/engine/phases.py), None in other modes.
     phases: dict[str, Any] | None = None
+    # Emergency (fallback.py): what the failed run changed, {"source", "diff", "files"}.
+    salvage: dict[str, Any] | None = None
+    # Emergency: the failure's own text, for the task's owner; never in an event.
+    original_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -91,7 +95,11 @@ class TaskResult(BaseModel):
 
     def event_data(self) -> dict[str, Any]:
         # `phases` only where there are phases: other modes' events stay as they were.
-        exclude = {"task_id"} if self.phases is not None else {"task_id", "phases"}
+        exclude = {"task_id", "original_error"}
+        if self.phases is None:
+            exclude.add("phases")
+        if self.salvage is None:  # only where there is salvage: other events stay as they were
+            exclude.add("salvage")
         return self.model_dump(mode="json", exclude=exclude)
 
     @classmethod

@@ -70,7 +70,7 @@ def api_view(methods: tuple[str, ...]):
                 return view(request, *args, **kwargs)
             except ApplicationError as exc:
                 code = exc.extra.get("error_code", "invalid_request")
-                status = 404 if code == "not_found" else 400
+                status = {"not_found": 404, "forbidden": 403}.get(code, 400)
                 return error(status, code, exc.message)
 
         return wrapper
@@ -94,8 +94,8 @@ def _json_body(request) -> dict:
     return body
 
 
-def task_payload(task) -> dict:
-    return {
+def task_payload(task, user=None) -> dict:
+    payload = {
         "id": task.pk,
         "status": task.status,
         "mode": task.mode,
@@ -112,6 +112,33 @@ def task_payload(task) -> dict:
         "started_at": task.started_at.isoformat() if task.started_at else None,
         "finished_at": task.finished_at.isoformat() if task.finished_at else None,
     }
+    return payload | failure_fields(task, user)
+
+
+# ── failure handling (apps/engine/fallback.py) ──────────────────────────────────────────────────
+def failure_fields(task, user=None) -> dict:
+    """Keys only a failed or retried task has: error_struct {error_code, message, suggestions,
+    retryable}, error_message (the human-readable form), salvage, retry_of, and original_error
+    for the task's owner. A task without them keeps the payload it always had."""
+    from apps.engine.fallback import EmergencyError
+
+    extra: dict = {}
+    if task.retry_of_id is not None:
+        extra["retry_of"] = task.retry_of_id
+    if isinstance(task.error, dict) and task.error.get("error_code"):
+        struct = {
+            "error_code": task.error["error_code"],
+            "message": task.error.get("message", ""),
+            "suggestions": list(task.error.get("suggestions") or []),
+            "retryable": bool(task.error.get("retryable")),
+        }
+        extra["error_struct"] = struct
+        extra["error_message"] = EmergencyError(**struct).to_error_message()
+        if task.salvage:
+            extra["salvage"] = task.salvage
+        if task.original_error and user is not None and user.pk == task.user_id:
+            extra["original_error"] = task.original_error
+    return extra
 
 
 @api_view(("GET", "POST"))
@@ -119,7 +146,12 @@ def tasks(request):
     if request.method == "GET":
         found = selectors.tasks_for_user(user=request.user, query=request.GET.get("q", "")[:200])
         return JsonResponse(
-            {"tasks": [{**task_payload(t), "mine": t.user_id == request.user.pk} for t in found]}
+            {
+                "tasks": [
+                    {**task_payload(t, request.user), "mine": t.user_id == request.user.pk}
+                    for t in found
+                ]
+            }
         )
     body = _json_body(request)
     text = body.get("text")
@@ -172,7 +204,9 @@ def task_detail(request, task_id: int):
                 return error(403, "forbidden", exc.message)
             raise
         return JsonResponse({"id": task_id, "deleted": True})
-    return JsonResponse({**task_payload(task), "mine": task.user_id == request.user.pk})
+    return JsonResponse(
+        {**task_payload(task, request.user), "mine": task.user_id == request.user.pk}
+    )
 
 
 @api_view(("GET",))
@@ -303,3 +337,22 @@ def conversation_detail(request, conversation_id: int):
     if conversation is None:
         return error(404, "not_found", "conversation not found")
     return JsonResponse(conversation_payload(conversation))
+
+
+@api_view(("POST",))
+def task_retry(request, task_id: int):
+    """Retry a failed task whose error is retryable: a new task, same goal, `retry_of` it."""
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    retry = services.task_retry(user=request.user, task=task)
+    executors.task_submit(task_id=retry.pk)
+    return JsonResponse(
+        {
+            "id": retry.pk,
+            "status": retry.status,
+            "conversation": retry.conversation_id,
+            "retry_of": task.pk,
+        },
+        status=201,
+    )

@@ -72,7 +72,9 @@ def conversation_history(task: Task) -> tuple[Message, ...]:
     earlier = list(
         Task.objects.filter(
             conversation_id=task.conversation_id, pk__lt=task.pk, status__in=FINAL_STATUSES
-        ).order_by("pk")
+        )
+        .exclude(pk__in=retried_chain(task))  # a retry starts over: not its failed attempts
+        .order_by("pk")
     )
     if not earlier:
         return ()
@@ -90,3 +92,13 @@ def conversation_history(task: Task) -> tuple[Message, ...]:
             break
         kept.append(turn)
     return tuple(message for turn in reversed(kept) for message in turn)
+
+
+def retried_chain(task: Task, limit: int = 20) -> list[int]:
+    """The ids of the failed tasks `task` retries: its retry_of, that one's, and so on."""
+    ids: list[int] = []
+    current = task.retry_of_id
+    while current is not None and current not in ids and len(ids) < limit:
+        ids.append(current)
+        current = Task.objects.filter(pk=current).values_list("retry_of_id", flat=True).first()
+    return ids

@@ -37,6 +37,13 @@ from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
+from apps.tasks.failure import (
+    internal_paths,
+    salvager_for,
+    scrub_event,
+    scrub_struct,
+    secrets_of,
+)
 from apps.tasks.history import conversation_history
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 from apps.tasks.services import RUNNABLE_MODES
@@ -67,8 +74,11 @@ class EventRecorder:
     broadcasts them. The row is committed before the broadcast, so a socket that replays from
     the database and then listens never misses an event."""
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, config: AgentkitConfig | None = None):
         self.task_id = task.pk
+        # Failure handling: no internal path or secret reaches an error text (failure.py).
+        self.paths = internal_paths(task.workspace.root_dir)
+        self.secrets = secrets_of(config) if config is not None else []
         self.seq = task.last_seq
         self.extra_started: dict[str, Any] = {
             "workspace": {"id": task.workspace_id, "name": task.workspace.name},
@@ -82,6 +92,7 @@ class EventRecorder:
     async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
         if kind == "task_started":
             data = {**data, **self.extra_started}
+        data = scrub_event(kind, data, self.paths, self.secrets)
         self.seq += 1
         when = ts or timezone.now()
         # thread_sensitive=False: tasks persist in parallel instead of queueing on one thread.
@@ -110,8 +121,11 @@ def _persist_event(task_id: int, seq: int, kind: str, data: dict, when: datetime
     return event
 
 
-def _finish(task_id: int, result: TaskResult) -> None:
+def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
+    # Failure handling: the salvage and the failure's own text (scrubbed) when there are some.
+    extra = {k: v for k, v in (scrubbed or {}).items() if v}
     Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+        **extra,
         status=result.status,
         result=result.final,
         error=result.error.model_dump(mode="json") if result.error else None,
@@ -125,21 +139,33 @@ class RunnerHooks(TaskHooks):
     """The engine's lifecycle hooks set the final status (exactly one fires per run; a plan_exec
     run that gave up after its reflections fires on_task_failed with that status)."""
 
-    def __init__(self, task_id: int):
+    def __init__(self, task_id: int, paths: list[str] | None = None, secrets: list[str] = ()):
         self.task_id = task_id
+        self.paths, self.secrets = paths or [], list(secrets)
 
     async def on_task_complete(self, result: TaskResult) -> None:
         await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
 
     async def on_task_failed(self, result: TaskResult) -> None:
-        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
+        await sync_to_async(_finish_and_learn, thread_sensitive=False)(
+            self.task_id, result, self._failure_fields(result)
+        )
+
+    def _failure_fields(self, result: TaskResult) -> dict:
+        from apps.engine.fallback import scrub
+
+        original = result.original_error or ""
+        return {
+            "salvage": result.salvage,
+            "original_error": scrub(original, paths=self.paths, secrets=self.secrets),
+        }
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
         await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
 
 
-def _finish_and_learn(task_id: int, result: TaskResult) -> None:
-    _finish(task_id, result)
+def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
+    _finish(task_id, result, scrubbed)
     evolution_schedule(task_id=task_id, outcome=result.status)  # never raises
 
 
@@ -208,7 +234,16 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     skill = config.skills.get(task.skill) if task.skill else None
     spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
     verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
-    return ReActEngine(gateway, tools, config, verifier=verifier, hooks=RunnerHooks(task.pk))
+    hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
+    return ReActEngine(
+        gateway,
+        tools,
+        config,
+        verifier=verifier,
+        hooks=hooks,
+        fallback=config.fallback_chain,  # main → Recovery → Emergency (fallback.py)
+        salvager=salvager_for(ctx.root),
+    )
 
 
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
@@ -235,6 +270,7 @@ async def run_task(task_id: int) -> str:
     started = time.monotonic()
     try:
         config = agent_config()
+        recorder.secrets = secrets_of(config)
         agent_task = await sync_to_async(build_agent_task)(task, config)  # reads history
         context = await sync_to_async(planning_context, thread_sensitive=False)(
             task=task, config=config
@@ -276,6 +312,7 @@ async def run_task(task_id: int) -> str:
 
 async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:
     """End a task the engine could not run (or that crashed) the way the engine ends one."""
+    error_struct = scrub_struct(error_struct, recorder.paths, recorder.secrets)
     if recorder.seq == task.last_seq:  # nothing recorded yet in this run
         await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
     await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})

@@ -309,3 +309,40 @@ def api_token_revoke(*, token) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+
+
+RETRYABLE_STATUSES = ("failed", "gave_up_after_reflections")
+
+
+def task_retry(*, user, task):
+    """A new queued task with the same goal, mode, skill and conversation as a failed one,
+    linked to it by `retry_of` (the error card's Retry). Only the task's owner may retry, and
+    only a failure whose error says a retry may help."""
+    if task.user_id != user.pk:
+        raise ApplicationError("only the task's owner can retry it", {"error_code": "forbidden"})
+    if task.status not in RETRYABLE_STATUSES:
+        raise ApplicationError(
+            f"only a failed task can be retried; this one is {task.status}",
+            {"error_code": "not_retryable"},
+        )
+    if not (task.error or {}).get("retryable"):
+        raise ApplicationError(
+            "this failure will not go away by retrying: follow the error's suggestions, then "
+            "send a new message",
+            {"error_code": "not_retryable"},
+        )
+    if not task.workspace.members.filter(pk=user.pk).exists():
+        raise ApplicationError("workspace not found", {"error_code": "not_found"})
+    if task.conversation_id is not None:
+        from django.utils import timezone
+
+        Conversation.objects.filter(pk=task.conversation_id).update(updated_at=timezone.now())
+    return Task.objects.create(
+        workspace=task.workspace,
+        user=user,
+        conversation_id=task.conversation_id,
+        mode=task.mode,
+        skill=task.skill,
+        goal=task.goal,
+        retry_of=task,
+    )

@@ -10,6 +10,7 @@ urlpatterns = [
     path("api/tasks/<int:task_id>/cancel", api.task_cancel, name="api-task-cancel"),
     path("api/tasks/<int:task_id>/changes", api.task_changes, name="api-task-changes"),
     path("api/tasks/<int:task_id>/revert", api.task_revert, name="api-task-revert"),
+    path("api/tasks/<int:task_id>/retry", api.task_retry, name="api-task-retry"),
     path("api/conversations", api.conversations, name="api-conversations"),
     path(
         "api/conversations/<int:conversation_id>",

@@ -1,5 +1,4 @@
 from django.contrib.auth.decorators import login_required
-from django.contrib.staticfiles import finders
 from django.shortcuts import render
 
 from apps.tasks.conf import agent_config
@@ -24,7 +23,5 @@ def chat_page(request):
             "model_providers": {alias: m.provider for alias, m in sorted(config.models.items())},
             "allowed_roots": config.workspaces.allowed_roots,
             "upload_max_mb": config.workspaces.upload_max_mb,
-            # plan_exec's renderer for phase events, loaded when that work has shipped it
-            "has_phases_js": finders.find("phases.js") is not None,
         },
     )

@@ -28,6 +28,8 @@ SECTION_4_TYPES = [
     "phase_rollback_completed",
     "phase_rollback_failed",
     "compression",
+    "recovery_started",  # issue 14: the failure chain's Recovery tier
+    "recovery_finished",
     "final_answer",
     "error",
     "task_finished",

@@ -100,3 +100,17 @@ def test_plain_text_is_kept_trimmed_and_capped():
     long = clean_text("x" * 2000)
     assert len(long) == 500 and long.endswith("…")
     assert "system prompt" not in clean_text("check the system configuration")
+
+
+def test_failure_chain_codes_teach_like_the_engine_codes_they_replace():
+    # issue 14: Emergency ends a react task with rule codes; a model outage behind a `timeout`
+    # (seen in recovery_started) teaches nothing, a plain `timeout` is a budget lesson.
+    outage = [
+        ev(1, "task_started"),
+        ev(2, "recovery_started", error_struct={"error_code": "llm_timeout"}),
+        error(3, "timeout"),
+    ]
+    assert reflect(outage) == []
+    budget = [ev(1, "task_started"), error(2, "timeout")]
+    assert [d.category for d in reflect(budget)] == ["timeout"]
+    assert reflect([ev(1, "task_started"), error(2, "llm_failure")]) == []

@@ -111,7 +111,7 @@ def reflect(events: list[dict]) -> list[LessonDraft]:
                     "When a step does not change anything, change approach instead of repeating.",
                     seq,
                 )
-            elif code in ("max_steps_exceeded", "wall_time_exceeded"):
+            elif code in ("max_steps_exceeded", "wall_time_exceeded", "timeout"):
                 add(
                     Category.TIMEOUT,
                     f"ran out of budget ({code})",
@@ -141,6 +141,8 @@ def _error_code(event: dict) -> str:
         return (data.get("error_struct") or {}).get("error_code", "")
     if event["type"] == "task_finished":
         return (data.get("error") or {}).get("error_code", "")
+    if event["type"] == "recovery_started":  # the failed attempt's own code (issue 14)
+        return (data.get("error_struct") or {}).get("error_code", "")
     if event["type"] == "tool_result" and data.get("error_code") == "sandbox_unavailable":
         return "sandbox_unavailable"
     return ""
