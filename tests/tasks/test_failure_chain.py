@@ -124,6 +124,7 @@ async def test_completed_task_payload_keeps_its_old_keys(demo, llm):
             "created_at",
             "started_at",
             "finished_at",
+            "mine",  # the chat page's ownership flag (issue 12), not a failure field
         ]
     )
 
