@@ -121,7 +121,7 @@ class LLMConfig(Section):
     )
 
 
-# ── skills / experts / modes ───────────────────────────────────────────────────────────────────
+# ── skills / modes ───────────────────────────────────────────────────────────────────
 class SkillConfig(Section):
     description: str = ""
     system_prompt: str = ""
@@ -129,12 +129,6 @@ class SkillConfig(Section):
     model: str | None = Field(default=None, description="Model alias; None = llm.main.")
     default_mode: Literal["direct_chat", "react", "plan_exec", "team_collab"] | None = None
     verification_commands: list[str] = Field(default_factory=list)
-
-
-class ExpertConfig(Section):
-    prompt: str = ""
-    model: str | None = None
-    tools: list[str] | None = None
 
 
 class ModeVerification(Section):
@@ -237,11 +231,6 @@ class PlanExecConfig(Section):
     phase_budgets: PhaseBudgets = PhaseBudgets()
 
 
-class SpecReviewConfig(Section):
-    enabled: bool = True
-    timeout_seconds: PositiveFloat = 1800.0
-
-
 # The rules of the Emergency tier (apps/engine/fallback.py): each maps a kind of failure to a
 # stable error_code, a message, suggestions and whether a retry may help.
 EMERGENCY_RULES = (
@@ -301,12 +290,6 @@ class FallbackChainConfig(Section):
 
     recovery: RecoveryConfig = RecoveryConfig()
     emergency: EmergencyConfig = EmergencyConfig()
-
-
-class RollbackConfig(Section):
-    enabled: bool = False
-    default_command: str | None = None
-    timeout_seconds: PositiveFloat = 120.0
 
 
 SandboxProperty = Literal[
@@ -439,7 +422,6 @@ class AgentkitConfig(Section):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
     llm: LLMConfig = LLMConfig()
     skills: dict[str, SkillConfig] = Field(default_factory=dict)
-    experts: dict[str, ExpertConfig] = Field(default_factory=dict)
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
@@ -448,9 +430,7 @@ class AgentkitConfig(Section):
     verification: VerificationConfig = VerificationConfig()
     reflexion: ReflexionConfig = ReflexionConfig()
     plan_exec: PlanExecConfig = PlanExecConfig()
-    spec_review: SpecReviewConfig = SpecReviewConfig()
     fallback_chain: FallbackChainConfig = FallbackChainConfig()
-    rollback: RollbackConfig = RollbackConfig()
     sandbox: SandboxConfig = SandboxConfig()
     evolution: EvolutionConfig = EvolutionConfig()
     pitfalls: PitfallsConfig = PitfallsConfig()
@@ -487,9 +467,6 @@ class AgentkitConfig(Section):
         for name, skill in sorted(self.skills.items()):
             check_alias(f"skills.{name}.model", skill.model)
             check_tools(f"skills.{name}.tools", skill.tools)
-        for name, expert in sorted(self.experts.items()):
-            check_alias(f"experts.{name}.model", expert.model)
-            check_tools(f"experts.{name}.tools", expert.tools)
         problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()
