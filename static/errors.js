@@ -28,6 +28,7 @@
 
   document.head.append(el("style", { "data-from": "errors.js", text: [
     ".error-card { border:1px solid #fda29b; border-radius:8px; margin:.5rem 0; background:#fef3f2; padding:.5rem .7rem; }",
+    ".error-card.bubble.error { color:inherit; white-space:normal; }",
     ".error-card h3 { margin:0 0 .3rem; font-size:.95rem; color:#b42318; }",
     ".error-card ul { margin:.2rem 0 .4rem 1.1rem; padding:0; }",
     ".error-card details { margin:.3rem 0; }",
@@ -88,6 +89,10 @@
       button.addEventListener("click", () => retry(ev.task_id, button, card));
       card.append(button);
     }
+    // The card takes the place of the plain fatal-error line chat.js showed for the same error.
+    const plain = [...view.body.querySelectorAll(".bubble.error:not(.error-card)")].pop();
+    if (plain && e.error_code && plain.textContent.includes("[" + e.error_code + "]")) plain.remove();
+    card.classList.add("bubble", "error");
     view.body.append(card);
     view.text = null;
     ownerDetails(ev.task_id, card);

@@ -66,6 +66,8 @@ class TaskAdmin(ReadOnlyAdmin):
         "goal",
         "result",
         "error",
+        "salvage",  # original_error stays with the task's owner (chat page, API)
+        "retry_of",
         "usage",
         "cost",
         "last_seq",
