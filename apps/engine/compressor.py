@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from apps.engine.config import AgentkitConfig, CompressionConfig
+from apps.engine.events import Event
 from apps.engine.llm.cachesim import CHARS_PER_TOKEN
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from apps.engine.run_state import RunState
 
 log = logging.getLogger(__name__)
 
@@ -312,3 +316,26 @@ class Compressor:
             outcome.failures.append(f"{alias}: empty summary")
         outcome.summarized_by = DETERMINISTIC
         return deterministic_summary(middle, goal)
+
+
+async def compress_run(compressor: Compressor | None, run: RunState) -> AsyncIterator[Event]:
+    """The engine's call site, before each model call on the run's own context: past the
+    threshold, the middle of the conversation becomes a summary, and a `compression` event."""
+    if compressor is None:
+        return
+    done = await run.interrupter.guard(
+        compressor.compress_if_needed(
+            run.messages,
+            system=run.system,
+            tools=run.specs,
+            model=run.task.model,
+            goal=run.task.goal,
+        )
+    )
+    if done is None:
+        return
+    run.messages = done.messages
+    run.usage += done.usage
+    run.cost += done.cost
+    run.llm_calls += done.llm_calls
+    yield run.event("compression", step=run.steps, **done.event_data())

@@ -20,9 +20,12 @@ port: the run still ends with an `error` event, `task_finished` and its hook, th
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
 consumer that stops reading included — can skip it.
 
+The state of a run is a RunState (run_state.py); the engine keeps none, so runs may overlap.
 Helpers with their own module: streaming.py (delta batching), loop_detection.py, prompt.py,
-cancellation.py (cancel token, wall-time limit), fallback.py (error structs, Emergency),
-recovery.py, phases.py, reflexion.py.
+cancellation.py (cancel token, wall-time limit), compressor.py (compress_run, before a model
+call), verification_gate.py (the final-answer gate: verify, re-inject, reflect, give up),
+reflexion.py (its texts and checks), phases.py, fallback.py (error structs, Emergency rules),
+recovery.py (when to retry, start_attempt, emergency).
 """
 
 from __future__ import annotations
@@ -30,108 +33,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
 
-from apps.engine import fallback, phases, recovery, reflexion
+from apps.engine import fallback, phases, recovery, reflexion, verification_gate
 from apps.engine.cancellation import CancellationToken, Interrupter
-from apps.engine.compressor import Compressor
+from apps.engine.compressor import Compressor, compress_run
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
-from apps.engine.events import Event, EventType, tool_call_data, tool_result_data
+from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.flow import (
     Cancelled,
     Failed,
     Finished,
-    GaveUp,
     LoopStopped,
     OutOfSteps,
     Redirect,
-    SandboxMissing,
-    Submitted,
     TimedOut,
-    VerificationFailed,
 )
 from apps.engine.llm.errors import LLMError
-from apps.engine.llm.types import (
-    ChatRequest,
-    ChatResponse,
-    Message,
-    TextBlock,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop_detection import LoopDetector, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
-from apps.engine.ports import ModelClient, Salvager, TaskHooks, VerificationOutcome, Verifier
+from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
 from apps.engine.prompt import build_system_prompt, canonical_tools
-from apps.engine.sandbox import SandboxUnavailable
+from apps.engine.run_state import RunState
 from apps.engine.streaming import DeltaBatcher
-from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
+from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolResult, ToolSet
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class _Run:
-    """The state of one run. The engine itself keeps none, so runs may overlap."""
-
-    task: AgentTask
-    tools: ToolSet = field(default_factory=ToolSet)
-    specs: tuple[ToolSpec, ...] = ()  # what the model is offered: the same bytes every step
-    unavailable_tools: list[str] = field(default_factory=list)
-    system: tuple[TextBlock, ...] = ()
-    messages: list[Message] = field(default_factory=list)
-    max_steps: int = 1
-    verify: bool = False
-    detector: LoopDetector = field(default_factory=LoopDetector)
-    interrupter: Interrupter | None = None
-    cleanups: list[Callable[[], object]] = field(default_factory=list)
-    seq: int = 0
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cost: float = 0.0
-    llm_calls: int = 0
-    reply: ChatResponse | None = None
-    verification: list[VerificationRecord] = field(default_factory=list)
-    outcome: Finished | None = None
-    tracker: PhaseTracker | None = None  # plan_exec only
-    best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
-    nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
-    recoveries: int = 0  # Recovery attempts made (recovery.py)
-    failure: Finished | None = None  # the failed attempt Recovery works on
-    edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
-    salvage: dict[str, Any] | None = None  # Emergency: what the run changed
-    original_error: str | None = None  # Emergency: the failure's own text (owner only)
-
-    def event(self, type: EventType, **data: Any) -> Event:
-        self.seq += 1
-        return Event(
-            type=type, task_id=self.task.task_id, seq=self.seq, ts=datetime.now(UTC), data=data
-        )
-
-    def usage_so_far(self) -> dict[str, int]:
-        return UsageTotals.of(self.usage, self.llm_calls).model_dump()
-
-    def result(self) -> TaskResult:
-        end = self.outcome or Cancelled(error=fallback.interrupted())
-        return TaskResult(
-            task_id=self.task.task_id,
-            status=end.status,
-            final=end.final,
-            steps=self.steps,
-            usage=UsageTotals.of(self.usage, self.llm_calls),
-            cost=self.cost,
-            error=end.error,
-            verification=self.verification,
-            phases=self.tracker.counters() if self.tracker else None,
-            salvage=self.salvage,
-            original_error=self.original_error,
-        )
 
 
 class ReActEngine:
@@ -178,7 +108,7 @@ class ReActEngine:
         self, task: AgentTask, *, cancel: CancellationToken | None = None
     ) -> AsyncIterator[Event]:
         """The loop. Consume it with `async with aclosing(engine.run(task)) as events`."""
-        run = _Run(task)
+        run = RunState(task)
         crash: Exception | None = None
         try:
             started = False
@@ -196,9 +126,10 @@ class ReActEngine:
                             unavailable_tools=run.unavailable_tools,
                             max_steps=run.max_steps,
                         )
-                    else:
-                        async for event in self._recover(run, cancel):
-                            yield event
+                    else:  # Recovery: a fresh time budget, a reflection, the retry message
+                        self._arm(run, cancel)
+                        steps = run.task.max_steps or self.config.react.max_steps
+                        yield await recovery.start_attempt(run, self._ask, self.fallback, steps)
                     while True:
                         try:
                             async for event in self._step(run):
@@ -218,7 +149,7 @@ class ReActEngine:
                 if crash is None and recovery.may_recover(self.fallback, run):
                     run.recoveries, run.failure, run.outcome = run.recoveries + 1, run.outcome, None
             if recovery.in_emergency(self.fallback, run):
-                await self._emergency(run)
+                await recovery.emergency(run, self.fallback, self.salvager)
             if run.outcome.status in ("failed", "gave_up_after_reflections"):
                 struct = run.outcome.error.model_dump()
                 yield run.event("error", step=run.steps, fatal=True, error_struct=struct)
@@ -235,7 +166,7 @@ class ReActEngine:
             await self._fire_hook(run.result())
 
     # ── the step ───────────────────────────────────────────────────────────────────────────────
-    async def _step(self, run: _Run) -> AsyncIterator[Event]:
+    async def _step(self, run: RunState) -> AsyncIterator[Event]:
         run.interrupter.check()  # cancelled, or out of wall time
         if run.steps >= run.max_steps:
             raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
@@ -259,12 +190,12 @@ class ReActEngine:
                 yield event
 
     async def _query(
-        self, run: _Run, request: ChatRequest | None = None, *, show: bool = True
+        self, run: RunState, request: ChatRequest | None = None, *, show: bool = True
     ) -> AsyncIterator[Event]:
         """One streamed model call; its text goes out as batched token events (unless `show`
         is False: the reflect call's text is shown whole, in its own event)."""
         if request is None:  # the run's own context: compressed first when it grew too long
-            async for event in self._compress(run):
+            async for event in compress_run(self.compressor, run):
                 yield event
             request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
@@ -299,28 +230,7 @@ class ReActEngine:
         run.cost += run.reply.cost
         run.llm_calls += 1
 
-    async def _compress(self, run: _Run) -> AsyncIterator[Event]:
-        """Past the threshold, the middle of the conversation becomes a summary (compressor.py)."""
-        if self.compressor is None:
-            return
-        done = await run.interrupter.guard(
-            self.compressor.compress_if_needed(
-                run.messages,
-                system=run.system,
-                tools=run.specs,
-                model=run.task.model,
-                goal=run.task.goal,
-            )
-        )
-        if done is None:
-            return
-        run.messages = done.messages
-        run.usage += done.usage
-        run.cost += done.cost
-        run.llm_calls += done.llm_calls
-        yield run.event("compression", step=run.steps, **done.event_data())
-
-    async def _act(self, run: _Run, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
+    async def _act(self, run: RunState, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
         """Run the tool calls in order; each result is the model's next observation."""
         observations, any_error = [], False
         for index, call in enumerate(calls):
@@ -369,7 +279,7 @@ class ReActEngine:
         async for event in self._detect_loop(run, action, "\n".join(observations), any_error):
             yield event
 
-    async def _answer(self, run: _Run, reply: ChatResponse) -> AsyncIterator[Event]:
+    async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
         if run.task.mode != "direct_chat" and (problem := reflexion.not_an_answer(reply)):
             async for event in self._detect_loop(run, None, prefix=problem):
@@ -382,22 +292,24 @@ class ReActEngine:
         async for event in self._finish(run, reply.content):
             yield event
 
-    async def _finish(self, run: _Run, answer: str) -> AsyncIterator[Event]:
-        """The final-answer gate: verified when the mode has verification on, then submitted."""
-        if run.verify:
-            try:
-                outcome = await run.interrupter.guard(self.verifier(answer))
-            except SandboxUnavailable as exc:
-                raise SandboxMissing(answer, fallback.sandbox_unavailable(exc)) from None
-            async for event in self._check_verification(run, answer, outcome):
-                yield event
-        yield run.event("final_answer", step=run.steps, text=answer)
-        raise Submitted(answer)
+    async def _finish(self, run: RunState, answer: str) -> AsyncIterator[Event]:
+        """The final-answer gate (verification_gate.py): verified, then submitted."""
+        gate = verification_gate.finish(run, answer, self.verifier, self.config, self._ask)
+        async for event in gate:
+            yield event
+
+    async def _ask(self, run: RunState, request: ChatRequest) -> str:
+        """A reflect call: one model call whose text is not streamed out, stripped."""
+        async for _nothing in self._query(run, request, show=False):
+            pass
+        if not (text := run.reply.content.strip()):
+            raise LLMError("the reflect call returned no text")
+        return text
 
     # ── quality-loop hooks ─────────────────────────────────────────────────────────────────────
     async def _detect_loop(
         self,
-        run: _Run,
+        run: RunState,
         action: str | None,
         observation: str = "",
         error: bool = False,
@@ -414,65 +326,8 @@ class ReActEngine:
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
-    async def _check_verification(
-        self, run: _Run, answer: str, outcome: VerificationOutcome
-    ) -> AsyncIterator[Event]:
-        """Failed → the errors go back to the model (max_reinjections times); then, in
-        plan_exec, a reflection and another round while the quota lasts; then the run ends:
-        failed with the verification log, or gave_up_after_reflections once it had reflected."""
-        limit = self.config.react.tool_output_max_chars
-        record = reflexion.record_of(outcome, len(run.verification) + 1, limit)
-        run.verification.append(record)
-        move = None if record.passed else reflexion.next_move(record, run.tracker, self.config)
-        reinjected = move is not None and move.action == "reinject"
-        yield run.event("verification_result", **record.model_dump(), reinjected=reinjected)
-        if move is None:
-            return
-        run.detector.reset()  # new information: earlier steps no longer say anything about loops
-        for kind, data in move.events:
-            yield run.event(kind, **data)
-        if move.action == "fail":
-            raise VerificationFailed(
-                answer, fallback.verification_failed(record.attempt, record.errors)
-            )
-        if move.action == "give_up":
-            error = fallback.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
-            raise GaveUp(answer, error)
-        if move.action == "reinject":
-            message = reflexion.reinjection(record, limit)
-        else:
-            event, message = await self._reflect(run, record)
-            yield event
-        if run.tracker is not None:
-            kind, data = run.tracker.new_round(run.steps)
-            yield run.event(kind, **data)
-        raise Redirect(message)
-
-    async def _reflect(self, run: _Run, record: VerificationRecord) -> tuple[Event, Message]:
-        """One reflect call on the main model: a step of no phase. Returns its event and the
-        message for the next round; a failed call leaves the verification errors alone."""
-        limit, tracker = self.config.react.tool_output_max_chars, run.tracker
-        tracker.reflect_used += 1
-        run.steps = tracker.step = run.steps + 1
-        request = reflexion.reflect_request(run.messages, run.system, record, limit)
-        try:
-            async for _nothing in self._query(run, request, show=False):
-                pass
-            if not (text := run.reply.content.strip()):
-                raise LLMError("the reflect call returned no text")
-            data: dict[str, Any] = {"ok": True, "text": text}
-            message = reflexion.reflection_message(text, record, limit)
-        except LLMError as exc:
-            data = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
-            message = reflexion.reinjection(record, limit)
-        counters = tracker.counters()
-        event = run.event(
-            "reflection", step=run.steps, attempt=tracker.reflect_used, **data, counters=counters
-        )
-        return event, message
-
     # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
-    def _prepare(self, run: _Run, cancel: CancellationToken | None) -> None:
+    def _prepare(self, run: RunState, cancel: CancellationToken | None) -> None:
         task, cfg = run.task, self.config
         wanted = self.tools.names() if task.tools is None else task.tools
         # advance_phase belongs to plan_exec, which answers it in the loop (phases.py).
@@ -513,7 +368,7 @@ class ReActEngine:
         run.detector = LoopDetector(loop_config)
         self._arm(run, cancel)
 
-    def _arm(self, run: _Run, cancel: CancellationToken | None) -> None:
+    def _arm(self, run: RunState, cancel: CancellationToken | None) -> None:
         """A fresh interrupter with the wall-time limit and the cancel token, for an attempt."""
         interrupter = run.interrupter = Interrupter()
         wall = self.config.react.max_wall_seconds
@@ -529,48 +384,6 @@ class ReActEngine:
                     )
                 )
             )
-
-    # ── the failure chain (fallback.py) ────────────────────────────────────────────────────────
-    async def _recover(self, run: _Run, cancel: CancellationToken | None) -> AsyncIterator[Event]:
-        """Recovery: a fresh time and step budget, one reflect call on the main model about the
-        failed attempt, then the next attempt continues the same conversation."""
-        self._arm(run, cancel)
-        recovery.close_dangling_calls(run.messages)
-        run.detector.reset()
-        error = run.failure.error or fallback.engine_bug(run.failure)
-        run.steps += 1
-        request = recovery.reflect_request(run.messages, run.system, error)
-        text, reflection = "", {"ok": False}
-        try:
-            async for _nothing in self._query(run, request, show=False):
-                pass
-            if not (text := run.reply.content.strip()):
-                raise LLMError("the reflect call returned no text")
-            reflection = {"ok": True, "text": text}
-        except LLMError as exc:
-            reflection = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
-        run.max_steps = run.steps + (run.task.max_steps or self.config.react.max_steps)
-        run.messages.append(recovery.retry_message(error, text))
-        yield run.event(
-            "recovery_started",
-            step=run.steps,
-            attempt=run.recoveries,
-            max_retries=self.fallback.recovery.max_retries,
-            error_struct=error.model_dump(),
-            reflection=reflection,
-        )
-
-    async def _emergency(self, run: _Run) -> None:
-        """Emergency: the failure as a rule-based structured error, and what the run changed."""
-        emergency = fallback.EmergencyRules.classify(run.outcome, self.fallback)
-        run.original_error = emergency.original_error
-        run.outcome = Failed(run.outcome.final, emergency.to_struct(), cause=run.outcome.cause)
-        run.salvage = recovery.edits_salvage(run.edits)
-        if self.salvager is not None:
-            try:
-                run.salvage = await asyncio.wait_for(self.salvager(list(run.edits)), 30)
-            except Exception:
-                log.warning("salvage failed for task %s", run.task.task_id, exc_info=True)
 
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {

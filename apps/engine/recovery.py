@@ -1,15 +1,27 @@
 """Recovery, the middle tier of the failure chain (fallback.py): the helpers ReActEngine.run()
-uses to decide on another attempt after a failed one, to ask for a reflection, to retry, and
-the salvage of a run's edits outside git."""
+uses to decide on another attempt after a failed one, to start it (a reflection, then the retry
+message), and the last tier, Emergency: the failure as a rule-based structured error, with the
+salvage of what the run changed (the editor's diffs outside git, or the Salvager's)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
+from apps.engine import fallback
 from apps.engine.config import FallbackChainConfig
-from apps.engine.events import ErrorStruct
+from apps.engine.events import ErrorStruct, Event
+from apps.engine.flow import Failed
+from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, Message, TextBlock
+from apps.engine.ports import Salvager
+
+if TYPE_CHECKING:
+    from apps.engine.run_state import RunState
+
+log = logging.getLogger(__name__)
 
 RECOVERY_REFLECT = (
     "Your attempt at this task failed: {error}\n"
@@ -95,3 +107,47 @@ def edits_salvage(edits: Sequence[dict[str, str]]) -> dict[str, Any] | None:
         return None
     files = list(dict.fromkeys(edit["path"] for edit in edits))
     return {"source": "editor", "files": files, "diff": "\n".join(e["diff"] for e in edits)}
+
+
+async def start_attempt(
+    run: RunState,
+    ask: Callable[[RunState, ChatRequest], Awaitable[str]],
+    config: FallbackChainConfig,
+    max_steps: int,
+) -> Event:
+    """Recovery: a fresh step budget (the caller re-arms the time limit), one reflect call
+    (`ask`, on the main model) about the failed attempt, then the retry message, so the next
+    attempt continues the same conversation. Returns the `recovery_started` event."""
+    close_dangling_calls(run.messages)
+    run.detector.reset()
+    error = run.failure.error or fallback.engine_bug(run.failure)
+    run.steps += 1
+    text, reflection = "", {"ok": False}
+    try:
+        text = await ask(run, reflect_request(run.messages, run.system, error))
+        reflection = {"ok": True, "text": text}
+    except LLMError as exc:
+        reflection = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
+    run.max_steps = run.steps + max_steps
+    run.messages.append(retry_message(error, text))
+    return run.event(
+        "recovery_started",
+        step=run.steps,
+        attempt=run.recoveries,
+        max_retries=config.recovery.max_retries,
+        error_struct=error.model_dump(),
+        reflection=reflection,
+    )
+
+
+async def emergency(run: RunState, config: FallbackChainConfig, salvager: Salvager | None) -> None:
+    """Emergency: the failure as a rule-based structured error, and what the run changed."""
+    rules = fallback.EmergencyRules.classify(run.outcome, config)
+    run.original_error = rules.original_error
+    run.outcome = Failed(run.outcome.final, rules.to_struct(), cause=run.outcome.cause)
+    run.salvage = edits_salvage(run.edits)
+    if salvager is not None:
+        try:
+            run.salvage = await asyncio.wait_for(salvager(list(run.edits)), 30)
+        except Exception:
+            log.warning("salvage failed for task %s", run.task.task_id, exc_info=True)

@@ -11,7 +11,7 @@ How the engine gets here (the only path it takes):
     # apps/engine/loop.py, at a reply without tool calls, when verification.modes has the
     # task's mode on: the answer's text does not matter, the workspace's checks decide
     outcome = await verifier(answer)                      # ports.VerificationOutcome
-    # _check_verification: a `verification_result` event; failed → `outcome.errors` go back to
+    # verification_gate.check: a `verification_result` event; failed → `outcome.errors` go back to
     # the model as one user message (at most verification.max_reinjections times), the loop
     # detector is reset, and the model takes another step; still failing → the run fails.
 
