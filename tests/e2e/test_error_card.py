@@ -5,6 +5,7 @@ is gone, Retry runs a new linked task that completes. Real Daphne, socket, Chrom
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -62,11 +63,17 @@ def test_failed_task_shows_structured_error_and_retry_completes(
     page.screenshot(path=str(artifacts / "chat-error-card.png"), full_page=True)
 
     assert llm.pending_faults == 0  # the fault is gone
+    failed_id = int(task.get_attribute("data-task-id"))
     card.get_by_role("button", name="Retry").click()
-    expect(card.locator(".retry-started")).to_contain_text("Retrying as task #")
+    # the page opens the new task (one task on screen at a time), linked to the failed one
+    expect(page).to_have_url(re.compile(rf"#task-(?!{failed_id}$)\d+$"), timeout=15_000)
     retried = page.locator("article.task").filter(has_text="The answer is 42.")
     expect(retried.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
     expect(retried).to_contain_text("What is the answer?")
+    retried_id = int(retried.get_attribute("data-task-id"))
+    assert retried_id != failed_id
+    payload = page.request.get(f"{failing_server.url}/api/tasks/{retried_id}").json()
+    assert payload["retry_of"] == failed_id
 
 
 def test_failed_task_shows_the_salvaged_diff_of_its_edits(
