@@ -284,3 +284,15 @@ def private_postgres(tmp: Path) -> Iterator[str]:
             timeout=60,
         )
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python manage.py ARGS` in the checkout with `env` (e.g. server_env(...)), output captured."""
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )

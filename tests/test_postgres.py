@@ -2,37 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.support import ROOT, postgres_bin_dir, private_postgres, server_env
+from tests.support import manage, server_env
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def postgres_url(tmp_path_factory):
-    if postgres_bin_dir() is None:
-        pytest.fail(
-            "PostgreSQL server not installed (no initdb/pg_ctl on PATH or in "
-            "/usr/lib/postgresql/*/bin): install it (Debian: apt-get install postgresql); "
-            "make test does that when run as root"
-        )
-    with private_postgres(tmp_path_factory.mktemp("pg")) as url:
-        yield url
-
-
-def manage(env, *args):
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def test_migrate_and_bootstrap_on_postgres(postgres_url, tmp_path):

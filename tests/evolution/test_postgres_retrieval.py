@@ -5,13 +5,11 @@ throwaway cluster."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from tests.support import ROOT, postgres_bin_dir, private_postgres, server_env
+from tests.support import manage, server_env
 
 pytestmark = pytest.mark.slow
 
@@ -57,28 +55,6 @@ SCRIPT = textwrap.dedent(
     }))
     """
 )
-
-
-@pytest.fixture(scope="module")
-def postgres_url(tmp_path_factory):
-    if postgres_bin_dir() is None:  # a hard dependency of the suite, as in tests/test_postgres.py
-        pytest.fail(
-            "PostgreSQL server not installed: install it (Debian: apt-get install postgresql); "
-            "make test does that when run as root"
-        )
-    with private_postgres(tmp_path_factory.mktemp("pg")) as url:
-        yield url
-
-
-def manage(env, *args):
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
 
 
 def test_retrieval_on_postgres_ranks_gates_and_isolates(postgres_url, tmp_path):
