@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -233,7 +233,7 @@ class PlanExecConfig(Section):
 
 # The rules of the Emergency tier (apps/engine/fallback.py): each maps a kind of failure to a
 # stable error_code, a message, suggestions and whether a retry may help.
-EMERGENCY_RULES = (
+EmergencyRuleName = Literal[
     "timeout",
     "loop_detected",
     "max_steps",
@@ -244,7 +244,8 @@ EMERGENCY_RULES = (
     "verification_failed",
     "sandbox_unavailable",
     "internal_error",
-)
+]
+EMERGENCY_RULES: tuple[str, ...] = get_args(EmergencyRuleName)
 
 
 class RecoveryConfig(Section):
@@ -269,18 +270,7 @@ class EmergencyConfig(Section):
 
     enabled: bool = True
     rules: dict[
-        Literal[
-            "timeout",
-            "loop_detected",
-            "max_steps",
-            "llm_rate_limited",
-            "llm_auth",
-            "llm_bad_request",
-            "llm_outage",
-            "verification_failed",
-            "sandbox_unavailable",
-            "internal_error",
-        ],
+        EmergencyRuleName,
         EmergencyRuleConfig,
     ] = Field(default_factory=dict)
 
