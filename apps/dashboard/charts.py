@@ -56,13 +56,16 @@ def _num(value: float) -> str:
     return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
-def nice_ceiling(value: float) -> tuple[float, float]:
-    """The axis top and tick step for data up to `value`: a 1-2-5 step, four or five ticks."""
+def nice_ceiling(value: float, *, whole: bool = False) -> tuple[float, float]:
+    """The axis top and tick step for data up to `value`: a 1-2-5 step, at most five ticks
+    (`whole`: counts, so no step below 1)."""
     if value <= 0:
-        return 1.0, 0.25
+        return (1.0, 1.0) if whole else (1.0, 0.25)
     raw = value / 4
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    if whole:
+        step = max(1.0, float(math.ceil(step)))
     return step * math.ceil(value / step - 1e-9), step
 
 
@@ -112,9 +115,10 @@ def _frame(
         )
     parts.append("</g>")
     every = max(1, math.ceil(len(categories) / MAX_X_LABELS))
+    last = len(categories) - 1
     parts.append('<g class="x-axis" fill="#5f6b76" text-anchor="middle">')
     for i, category in enumerate(categories):
-        if i % every == 0:
+        if (last - i) % every == 0:  # counted from the end: the newest is always labelled
             x = LEFT + slot * (i + 0.5)
             parts.append(
                 f'<text x="{_num(x)}" y="{HEIGHT - BOTTOM + 16}">{escape(category)}</text>'
@@ -157,7 +161,7 @@ def stacked_bars(
     totals = [sum(s.values[i] or 0 for s in series) for i in range(len(categories))]
     if not categories or not any(totals):
         return empty_chart(chart_id, title, empty)
-    top, step = nice_ceiling(max(totals))
+    top, step = nice_ceiling(max(totals), whole=fmt is integer)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(categories)
     bar_w = max(1.0, slot * 0.72)
@@ -216,7 +220,7 @@ def line_chart(
     values = [v for s in series for v in s.values if v is not None]
     if not categories or not values:
         return empty_chart(chart_id, title, empty)
-    top, step = nice_ceiling(y_max if y_max is not None else max(values))
+    top, step = nice_ceiling(y_max if y_max is not None else max(values), whole=fmt is integer)
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     slot = plot_w / len(categories)
     description = f"{title}: {len(values)} points over {len(categories)} {x_label.lower()}."

@@ -167,3 +167,39 @@ def dashboard_charts(data: DashboardData) -> list[Chart]:
             ),
         ),
     ]
+
+
+def evolution_charts(*, by_day: list[dict], injections: dict[str, list[int]], days) -> dict:
+    """The evolution dashboard's charts (admin): new pitfalls on the days that had any (the
+    `by_day` rows of apps.evolution.selectors.evolution_dashboard), and injections per day."""
+    rows = sorted(by_day, key=lambda row: row["day"])
+    return {
+        "by_day": charts.stacked_bars(
+            chart_id="chart-new-pitfalls",
+            title="New pitfalls per day",
+            categories=[row["day"].strftime("%m-%d") for row in rows],
+            series=[
+                Series("active now", [row["active"] for row in rows], "#12b76a"),
+                Series(
+                    "candidate or retired",
+                    [row["created"] - row["active"] for row in rows],
+                    "#98a2b3",
+                ),
+            ],
+            y_label="pitfalls",
+            x_label="Day",
+            empty="No pitfalls yet.",
+        ),
+        "injections": charts.stacked_bars(
+            chart_id="chart-pitfalls",
+            title="Pitfalls injected per day",
+            categories=[day.strftime("%m-%d") for day in days],
+            series=[
+                Series(label, injections[key], color)
+                for key, (label, color) in PITFALL_LABELS.items()
+            ],
+            y_label="injections",
+            x_label="Day",
+            empty="No pitfall has been injected yet.",
+        ),
+    }

@@ -198,6 +198,13 @@ def verification_by_day(*, tasks: QuerySet[Task], days: list[date]) -> dict[str,
     return _per_day(rows, days, VERIFICATION_OUTCOMES, "outcome")
 
 
+def injections_by_day(*, tasks: QuerySet[Task], days: list[date]) -> dict[str, list[int]]:
+    """Pitfalls injected into the prompts of `tasks`, per day, by how the task ended:
+    completed, failed (or gave up), other (still running, cancelled)."""
+    rows = pitfall_injections_by_day(tasks=tasks, since=days[0])
+    return _per_day(rows, days, ("completed", "failed", "other"), "outcome_class")
+
+
 def dashboard_data(*, tasks: QuerySet[Task], days: int, today: date | None = None) -> DashboardData:
     period = period_days(days, today)
     outcomes = outcomes_by_day(tasks=tasks, days=period)
@@ -211,12 +218,7 @@ def dashboard_data(*, tasks: QuerySet[Task], days: int, today: date | None = Non
         recent=recent,
         cache_hit_rate=cache_hit_rate_by_day(tasks=tasks, days=period),
         verification=verification,
-        pitfalls=_per_day(
-            pitfall_injections_by_day(tasks=tasks, since=period[0]),
-            period,
-            ("completed", "failed", "other"),
-            "outcome_class",
-        ),
+        pitfalls=injections_by_day(tasks=tasks, days=period),
         totals={
             "tasks": sum(sum(v) for v in outcomes.values()),
             "completed": sum(outcomes[TaskStatus.COMPLETED]),

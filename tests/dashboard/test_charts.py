@@ -156,12 +156,15 @@ def test_many_categories_keep_at_most_a_dozen_x_labels():
     )
     labels = root.findall(f".//{SVG}g[@class='x-axis']/{SVG}text")
     assert 1 < len(labels) <= charts.MAX_X_LABELS
+    assert labels[-1].text == "d89"  # the newest day is always labelled
     assert len(bars(root)) == 90
 
 
 def test_axis_top_is_a_round_number_at_or_above_the_data():
     assert charts.nice_ceiling(7) == (8, 2)
     assert charts.nice_ceiling(1) == (1, 0.25)
+    assert charts.nice_ceiling(2, whole=True) == (2, 1)  # counts: no "0.5 tasks" tick
+    assert charts.nice_ceiling(1, whole=True) == (1, 1)
     assert charts.nice_ceiling(0.0123)[0] >= 0.0123
     top, step = charts.nice_ceiling(12_345)
     assert top >= 12_345 and top / step <= 5
