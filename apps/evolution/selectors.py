@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Case, CharField, Count, Q, QuerySet, Value, When
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 
 from apps.evolution.models import EvolutionCounter, Pitfall, PitfallInjection
@@ -52,24 +52,4 @@ def evolution_dashboard(*, workspaces: QuerySet, days: int = 30) -> Dashboard:
         most_injected=list(injected),
         counters=dict(EvolutionCounter.objects.values_list("name", "value")),
         totals=totals,
-    )
-
-
-def pitfall_injections_by_day(*, tasks: QuerySet, since) -> QuerySet:
-    """Pitfalls injected into the prompts of `tasks` created on or after `since`, per task day
-    and by how the task ended: rows {day, outcome_class: completed | failed | other, n}."""
-    return (
-        PitfallInjection.objects.filter(task__in=tasks, task__created_at__date__gte=since)
-        .annotate(
-            day=TruncDate("task__created_at"),
-            outcome_class=Case(
-                When(outcome="completed", then=Value("completed")),
-                When(outcome__in=["failed", "gave_up_after_reflections"], then=Value("failed")),
-                default=Value("other"),
-                output_field=CharField(),
-            ),
-        )
-        .values("day", "outcome_class")
-        .annotate(n=Count("id"))
-        .order_by()
     )

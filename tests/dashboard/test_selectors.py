@@ -198,3 +198,34 @@ def test_only_tasks_of_the_users_workspaces_are_counted(alice, tmp_path):
     # filtered to one workspace; an anonymous user sees nothing at all
     assert dashboard_tasks(user=user, workspace=other).count() == 0
     assert dashboard_tasks(user=AnonymousUser()).count() == 0
+
+
+def test_a_task_counts_on_the_day_it_was_created_up_to_midnight(alice):
+    user, ws = alice
+    late = make_task(user, ws, status="completed")
+    early = make_task(user, ws, status="failed")
+    before = make_task(user, ws, status="cancelled")
+    Task.objects.filter(pk=late.pk).update(
+        created_at=datetime(2026, 11, 22, 23, 59, 59, tzinfo=UTC)
+    )
+    Task.objects.filter(pk=early.pk).update(created_at=datetime(2026, 11, 23, 0, 0, tzinfo=UTC))
+    Task.objects.filter(pk=before.pk).update(
+        created_at=datetime(2026, 11, 20, 23, 59, 59, tzinfo=UTC)  # the day before the period
+    )
+
+    data = dashboard_data(tasks=dashboard_tasks(user=user), days=3, today=TODAY)
+
+    assert data.days == [date(2026, 11, 21), date(2026, 11, 22), TODAY]
+    assert data.outcomes["completed"] == [0, 1, 0]
+    assert data.outcomes["failed"] == [0, 0, 1]
+    assert sum(data.outcomes["cancelled"]) == 0
+
+
+def test_the_number_of_queries_does_not_grow_with_the_tasks(alice, django_assert_max_num_queries):
+    user, ws = alice
+    for i in range(30):
+        task = on_day(make_task(user, ws, status="completed"), TODAY - timedelta(days=i % 5))
+        events(task, verification(1, i % 2 == 0), verification(2, True))
+    with django_assert_max_num_queries(4):
+        data = dashboard_data(tasks=dashboard_tasks(user=user), days=7, today=TODAY)
+    assert data.totals["tasks"] == 30 and data.totals["verified"] == 30
