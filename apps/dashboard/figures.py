@@ -55,6 +55,16 @@ def _nonzero(series: list[Series]) -> list[Series]:
     return [s for s in series if any(s.values)] or series[:1]
 
 
+def _pass_rates(verification: dict[str, list[int]]) -> list[str]:
+    """Per day: "2 of 3 passed (67%)", for the verification bars' titles."""
+    rates = []
+    for i, failed in enumerate(verification["failed"]):
+        total = sum(values[i] for values in verification.values())
+        passed = total - failed
+        rates.append(f"{passed} of {total} passed ({passed / total:.0%})" if total else "")
+    return rates
+
+
 def dashboard_charts(data: DashboardData) -> list[Chart]:
     days = _day_labels(data)
     recent = data.recent
@@ -146,6 +156,7 @@ def dashboard_charts(data: DashboardData) -> list[Chart]:
                 ],
                 y_label="tasks",
                 x_label="Day",
+                hover=_pass_rates(data.verification),
                 empty="No finished task has run verification yet (plan_exec and team_collab do).",
             ),
         ),

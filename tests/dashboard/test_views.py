@@ -102,6 +102,11 @@ def test_dashboard_shows_six_svg_charts_of_the_users_tasks(two_users):
     assert point.find(f"{SVG}title").text.endswith("cache hit rate: 83%")
     verified = charts["chart-verification"].findall(f".//{SVG}rect[@class='bar']")
     assert [b.get("data-series") for b in verified] == ["passed first try"]
+    assert (
+        verified[0]
+        .find(f"{SVG}title")
+        .text.endswith(" — 1 of 1 passed (100%) · passed first try: 1")
+    )
     assert charts["chart-pitfalls"].find(f"{SVG}text[@class='empty']") is not None
     assert "bob" not in html and "beta" not in html
 

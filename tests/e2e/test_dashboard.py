@@ -69,7 +69,7 @@ def test_dashboard_opened_from_the_chat_charts_the_tasks_that_ran(page: Page, se
 
     # each bar says what it is: the <title> is the tooltip and what a screen reader reads
     expect(verification.locator("title")).to_have_text(
-        re.compile(r"\d\d-\d\d · passed after reflection: 1")
+        re.compile(r"^\d\d-\d\d — 1 of 1 passed \(100%\) · passed after reflection: 1$")
     )
     page.screenshot(path=str(artifacts / "dashboard.png"), full_page=True)
 
