@@ -226,6 +226,6 @@ def test_the_number_of_queries_does_not_grow_with_the_tasks(alice, django_assert
     for i in range(30):
         task = on_day(make_task(user, ws, status="completed"), TODAY - timedelta(days=i % 5))
         events(task, verification(1, i % 2 == 0), verification(2, True))
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(3):
         data = dashboard_data(tasks=dashboard_tasks(user=user), days=7, today=TODAY)
     assert data.totals["tasks"] == 30 and data.totals["verified"] == 30
