@@ -163,3 +163,23 @@ async def test_review_disabled_runs_the_spec_without_waiting(workspace, spec_con
     assert "spec_review_request" not in all_kinds and "spec_review_resolved" not in all_kinds
     [spec] = await sync_to_async(specs_of)(task.pk)
     assert spec.status == "done"
+
+
+async def test_a_planner_that_never_gives_a_valid_spec_fails_the_task_with_invalid_spec(
+    workspace, spec_config
+):
+    user, ws, _ = workspace
+    bad = {
+        "match": "^(Plan this task|That spec is invalid)",
+        "role": "user",
+        "repeat": True,
+        "text": "no JSON here",
+    }
+    spec_config([bad, WORKER], extra="planner: {max_attempts: 2}")
+    task = await sync_to_async(new_task)(user, ws)
+    assert await asyncio.wait_for(run_task(task.pk), 30) == "failed"
+    row = await sync_to_async(task_row)(task.pk)
+    assert row.error["error_code"] == "invalid_spec" and "2 attempt" in row.error["message"]
+    all_kinds = await sync_to_async(kinds)(task.pk)
+    assert "spec_review_request" not in all_kinds and all_kinds[-2:] == ["error", "task_finished"]
+    assert await sync_to_async(specs_of)(task.pk) == []
