@@ -183,3 +183,21 @@ async def test_a_planner_that_never_gives_a_valid_spec_fails_the_task_with_inval
     all_kinds = await sync_to_async(kinds)(task.pk)
     assert "spec_review_request" not in all_kinds and all_kinds[-2:] == ["error", "task_finished"]
     assert await sync_to_async(specs_of)(task.pk) == []
+
+
+async def test_a_parked_task_can_be_cancelled_and_then_no_longer_resumed(workspace, spec_config):
+    from apps.specs.selectors import specs_for_user
+
+    user, ws, _ = workspace
+    spec_config([PLANNER, WORKER], review={"timeout_seconds": 0.3})
+    task = await sync_to_async(new_task)(user, ws)
+    assert await run_task(task.pk) == "parked"
+    parked = await sync_to_async(specs_for_user)(user=user, status="parked")
+    assert [s.task_id for s in parked] == [task.pk]
+
+    assert await sync_to_async(task_request_cancel)(task=await sync_to_async(task_row)(task.pk))
+    assert (await sync_to_async(task_row)(task.pk)).status == "cancelled"
+    assert await sync_to_async(specs_for_user)(user=user, status="parked") == []
+    [spec] = await sync_to_async(specs_of)(task.pk)
+    with pytest.raises(Exception, match="already resolved"):
+        await reply(user, f"{spec.pk}:spec_review", "confirm")
