@@ -201,3 +201,23 @@ async def test_a_parked_task_can_be_cancelled_and_then_no_longer_resumed(workspa
     [spec] = await sync_to_async(specs_of)(task.pk)
     with pytest.raises(Exception, match="already resolved"):
         await reply(user, f"{spec.pk}:spec_review", "confirm")
+
+
+async def test_the_planner_is_shown_the_pitfalls_retrieved_for_the_goal(workspace, spec_config):
+    from apps.evolution.models import Pitfall
+
+    user, ws, _ = workspace
+    await sync_to_async(Pitfall.objects.create)(
+        workspace=ws,
+        trigger="release note forgotten date",
+        advice="put the release date in the note",
+        category="verification_failure",
+        severity="high",
+        status="active",
+        confidence=0.8,
+    )
+    # The only planner reply answers a request that carries the pitfall: without it, no spec.
+    seen = {**PLANNER, "match": "(?s)^Plan this task.*Pitfalls seen before.*release date"}
+    spec_config([seen, WORKER], review={"enabled": False})
+    task = await sync_to_async(new_task)(user, ws, goal="write the release note with its date")
+    assert await asyncio.wait_for(run_task(task.pk), 60) == "completed"
