@@ -31,6 +31,8 @@
     ".spec-card .spec-label { font-size:.8rem; color:#667085; text-transform:uppercase; letter-spacing:.03em; margin-top:.4rem; }",
     ".spec-card .spec-actions { display:flex; flex-wrap:wrap; gap:.5rem; align-items:flex-start; margin-top:.6rem; }",
     ".spec-card textarea { flex:1 1 16rem; min-height:2.6rem; font:inherit; }",
+    ".spec-card button[data-role=confirm], .spec-card button[data-role=resume] { background:var(--accent, #175cd3); color:#fff; border:0; border-radius:6px; padding:.35rem 1rem; font-weight:600; }",
+    ".spec-card button:disabled { opacity:.6; cursor:default; }",
     ".spec-card .spec-decision { margin-top:.5rem; font-weight:600; color:#175cd3; }",
     ".spec-card.resolved-rejected, .spec-card.resolved-cancelled { opacity:.75; border-color:#d0d5dd; background:#f9fafb; }",
     ".spec-card.resolved-timed_out { border-color:#fedf89; background:#fffcf5; }",

@@ -221,3 +221,21 @@ async def test_the_planner_is_shown_the_pitfalls_retrieved_for_the_goal(workspac
     spec_config([seen, WORKER], review={"enabled": False})
     task = await sync_to_async(new_task)(user, ws, goal="write the release note with its date")
     assert await asyncio.wait_for(run_task(task.pk), 60) == "completed"
+
+
+async def test_a_run_stopped_outright_while_waiting_still_resolves_its_review(
+    workspace, spec_config
+):
+    user, ws, _ = workspace
+    spec_config([PLANNER, WORKER])
+    task = await sync_to_async(new_task)(user, ws)
+    running = asyncio.create_task(run_task(task.pk))
+    review = await wait_until(pending_review(task.pk))
+
+    running.cancel()  # e.g. the serving process shuts down mid-wait
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert [r["decision"] for r in await sync_to_async(resolved)(task.pk)] == ["cancelled"]
+    await sync_to_async(review.refresh_from_db)()
+    assert review.decision == "cancelled"
+    assert (await sync_to_async(task_row)(task.pk)).status == "cancelled"
