@@ -78,6 +78,8 @@ class SpecStage:
             if decision.decision == "timed_out":
                 await self.gate.set_status(spec.spec_id, "parked")
                 raise Parked(final=f"spec revision {spec.revision} is parked awaiting review")
+            if decision.decision == "cancelled":  # resolved so before this run waited on it
+                raise Cancelled(error=cancelled_error("the spec review was cancelled"))
             spec = await self.gate.latest()  # confirmed, or rejected with its feedback
         await self.gate.set_status(spec.spec_id, "executing")
         self.confirmed = spec
