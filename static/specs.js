@@ -39,6 +39,7 @@
     ".badge.status-awaiting_review, .badge.status-parked { background:#fef0c7; color:#93370d; }",
     ".parked-specs { margin:.6rem 0; }",
     ".parked-specs h3 { font-size:.9rem; margin:.2rem 0; }",
+    ".parked-specs ul { list-style:none; margin:0; padding:0; }",
     ".parked-specs li { display:flex; gap:.4rem; align-items:center; justify-content:space-between; font-size:.85rem; padding:.2rem 0; }",
   ].join("\n") }));
 
