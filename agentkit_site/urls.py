@@ -10,5 +10,6 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("django-rq/", include("django_rq.urls")),
     path("dashboard/", dashboard_page, name="dashboard"),
+    path("", include("apps.specs.urls")),
     path("", include("apps.tasks.urls")),
 ]
