@@ -31,6 +31,9 @@ def run(page: Page, text: str, timeout: int) -> None:
     page.get_by_role("button", name="Send").click()
     # the chat shows the goal without the mode prefix
     task = page.locator("article.task").filter(has_text=text.removeprefix("@plan "))
+    if text.startswith("@plan "):  # a plan is reviewed before it runs: confirm the spec card
+        card = task.locator('.spec-card[data-revision="1"]')
+        card.get_by_role("button", name="Confirm").click(timeout=30_000)
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=timeout)
 
 
