@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,10 +85,13 @@ class Compression:
         }
 
 
+_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
+
+
 def message_chars(message: Message) -> int:
     size = len(message.content) + len(message.role)
     for call in message.tool_calls:
-        size += len(call.name) + len(json.dumps(call.arguments, sort_keys=True))
+        size += len(call.name) + len(_sorted_json(call.arguments))
     return size
 
 
@@ -364,11 +367,15 @@ class Compressor:
         return deterministic_summary(middle, goal)
 
 
-async def compress_run(compressor: Compressor | None, run: RunState) -> AsyncIterator[Event]:
+async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
     """The engine's call site, before each model call on the run's own context: past the
-    threshold, the middle of the conversation becomes a summary, and a `compression` event."""
+    threshold, the middle of the conversation becomes a summary; returns its `compression`
+    event. Below the threshold (every step but a few) it only adds up what the run appended."""
     if compressor is None:
-        return
+        return None
+    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
+    if size <= compressor.threshold_for(run.task.model):
+        return None
     done = await run.interrupter.guard(
         compressor.compress_if_needed(
             run.messages,
@@ -380,9 +387,9 @@ async def compress_run(compressor: Compressor | None, run: RunState) -> AsyncIte
         )
     )
     if done is None:
-        return
+        return None
     run.messages = done.messages
     run.usage += done.usage
     run.cost += done.cost
     run.llm_calls += done.llm_calls
-    yield run.event("compression", step=run.steps, **done.event_data())
+    return run.event("compression", step=run.steps, **done.event_data())
