@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -238,7 +239,12 @@ async def marginal_step() -> dict:
                 for steps, overhead in points:
                     raw[mode, name][steps].append(overhead)
                 slopes[mode, name].append(slope(points)[0])
-    figures: dict = {"steps": list(MARGINAL_STEPS), "rounds": MARGINAL_ROUNDS}
+    # The machine may be shared: its load says how far CPU times are inflated (caches, cores).
+    figures: dict = {
+        "steps": list(MARGINAL_STEPS),
+        "rounds": MARGINAL_ROUNDS,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
     for (mode, name), samples in raw.items():
         figures.setdefault(mode, {})[name] = {
             "round_slopes_us": summarize(slopes[mode, name]),
@@ -329,6 +335,7 @@ def main() -> dict:
             f"{cpu['fit_of_medians']['marginal_us']:.1f} / "
             f"{cpu['fit_of_minimums']['marginal_us']:.1f} µs",
         ),
+        ("load average (1 min) after those rounds", f"{marginal['load_average_1m']:.2f}"),
         (
             "marginal step, wall (median of round slopes)",
             f"{wall['round_slopes_us']['median']:.1f} µs",
