@@ -96,10 +96,12 @@ class TimedModel:
             self.waited += self.clock() - started
 
     async def stream(self, request, *, model=None):
-        # The engine stops reading at the final response and closes this stream: closing the
-        # model's own stream (the gateway's, the provider's) is the model's time too.
+        # The engine stops reading at the final response and closes this stream. Closing the
+        # model's own stream (the gateway's, the provider's) is the model's time too: it is done
+        # in the same timed wait as the response (fewer clock calls, each a system call on the
+        # CPU clock, whose cost falls partly on the engine's side).
         deltas = aiter(self.inner.stream(request, model=model))
-        clock = self.clock
+        clock, closed = self.clock, False
         try:
             while True:
                 started = clock()
@@ -108,12 +110,16 @@ class TimedModel:
                 except StopAsyncIteration:
                     self.waited += clock() - started
                     return
+                if delta.response is not None:
+                    await deltas.aclose()
+                    closed = True
                 self.waited += clock() - started
                 yield delta
         finally:
-            started = clock()
-            await deltas.aclose()
-            self.waited += clock() - started
+            if not closed:  # stopped early (a failure): close it, timed as the model's
+                started = clock()
+                await deltas.aclose()
+                self.waited += clock() - started
             if self.after_call is not None:
                 self.after_call()
 

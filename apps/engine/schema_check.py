@@ -85,6 +85,9 @@ def _compile(schema: Any) -> Check:
     checks += _array_checks(schema) + _object_checks(schema)
     if len(checks) == 1:
         return checks[0]
+    if len(checks) == 2:  # the usual shape (a type and its keywords): no generator per call
+        first, second = checks
+        return lambda value: first(value) and second(value)
     return lambda value: all(check(value) for check in checks)
 
 
