@@ -3,8 +3,9 @@
 A task of N steps: each step the model (zero latency) says one short sentence and calls a no-op
 tool; after N calls it answers. Engine overhead = time of the run minus the time spent waiting
 on the model's stream: the loop, events, delta batching, schema validation, loop detection,
-conversation bookkeeping. Measured with the scripted provider in process, and over HTTP against
-the fake LLM server running in its own process.
+the compression check (the model client answers `complete`, as the gateway does, so the engine
+sets up a compressor), conversation bookkeeping. Measured with the scripted provider in process,
+and over HTTP against the fake LLM server running in its own process.
 
 Marginal step (the target, <= 35 µs): what one more tool-call step costs, without what a task
 costs once (start, prompt, the final answer, the hook). Tasks of 10, 20, 40 and 60 steps run in
@@ -12,8 +13,8 @@ rounds; each round's least-squares slope of engine overhead against steps is one
 on the thread's CPU time (time.thread_time), so that other processes on a shared machine do not
 count; the wall-clock slope is reported beside it. The scripted provider's log of requests is
 cleared after each call (it would hold every prompt of the task: the collector's work on it is
-the model's, not the engine's). Figures: median and min of the round slopes,
-and the slopes fitted through the per-size minimums and medians.
+the model's, not the engine's). Figures: median and min of the round slopes, and the slopes
+fitted through the per-size minimums and medians; the load average beside them.
 
 Per step: engine overhead of a 50-step task divided by its 51 model calls (fixed costs included),
 on the thread's CPU time in process (the wall time per step beside it), on the wall clock over
@@ -21,8 +22,8 @@ HTTP.
 
 plan_exec row: the same task as a plan_exec run, so every step also goes through the phase
 machinery (budget and auto-advance bookkeeping before the step, the whitelist check before the
-tool runs, the shell-filter binding around it); react and plan_exec tasks alternate so machine
-load hits both alike. The target: plan_exec's per-step overhead within 10 % of react's.
+tool runs, the shell-filter binding around it); react and plan_exec tasks alternate (ABBA) so
+machine load hits both alike. The target: plan_exec's per-step overhead within 10 % of react's.
 
 Peak memory: tracemalloc over one 200-step task in process (the scripted provider's own log of
 requests is cleared after each call, so the figure is the engine's and the conversation's).
