@@ -106,6 +106,28 @@ class Event(BaseModel):
     ts: datetime
     data: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def trusted(
+        cls, type: EventType, task_id: int | str, seq: int, ts: datetime, data: dict[str, Any]
+    ) -> Event:
+        """An event from values the engine made itself (RunState.event), without validation:
+        the same model, fields and dump as `Event(...)`, in a fraction of the time (an event
+        per streamed batch and two per tool call: the loop's hot path). `data` is taken as
+        given, not copied: pass a dict nothing else will change."""
+        event = cls.__new__(cls)
+        _set(
+            event,
+            "__dict__",
+            {"type": type, "task_id": task_id, "seq": seq, "ts": ts, "data": data},
+        )
+        _set(event, "__pydantic_fields_set__", {"type", "task_id", "seq", "ts", "data"})
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        return event
+
+
+_set = object.__setattr__  # what BaseModel.model_construct uses on frozen models
+
 
 class ErrorStruct(BaseModel):
     """What went wrong, for people and programs: a stable code, a sentence, what to do next."""

@@ -50,7 +50,7 @@ from apps.engine.flow import (
 )
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
-from apps.engine.loop_detection import LoopDetector, describe_calls
+from apps.engine.loop_detection import LoopDetector, LoopVerdict, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
 from apps.engine.prompt import build_system_prompt, canonical_tools
@@ -200,8 +200,8 @@ class ReActEngine:
         """One streamed model call; its text goes out as batched token events (unless `show`
         is False: the reflect call's text is shown whole, in its own event)."""
         if request is None:  # the run's own context: compressed first when it grew too long
-            async for event in compress_run(self.compressor, run):
-                yield event
+            if (compressed := await compress_run(self.compressor, run)) is not None:
+                yield compressed
             request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
@@ -281,14 +281,16 @@ class ReActEngine:
             any_error = any_error or not result.ok
         acted = any(call.name not in self.non_action_tools for call in calls)
         action = describe_calls(calls) if acted else None
-        async for event in self._detect_loop(run, action, "\n".join(observations), any_error):
-            yield event
+        if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
+            async for event in self._on_loop(run, verdict):
+                yield event
 
     async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
         if run.task.mode != "direct_chat" and (problem := reflexion.not_an_answer(reply)):
-            async for event in self._detect_loop(run, None, prefix=problem):
-                yield event
+            if verdict := run.detector.record(None):
+                async for event in self._on_loop(run, verdict, prefix=problem):
+                    yield event
             raise Redirect(Message("user", problem))
         reason = run.tracker is not None and not run.nudged and reflexion.unfinished(reply.content)
         if reason:  # plan_exec: an answer that says it is unfinished goes back once (R10)
@@ -312,19 +314,11 @@ class ReActEngine:
         return text
 
     # ── quality-loop hooks ─────────────────────────────────────────────────────────────────────
-    async def _detect_loop(
-        self,
-        run: RunState,
-        action: str | None,
-        observation: str = "",
-        error: bool = False,
-        *,
-        prefix: str = "",
+    async def _on_loop(
+        self, run: RunState, verdict: LoopVerdict, *, prefix: str = ""
     ) -> AsyncIterator[Event]:
-        """First detection: warn the model (one recovery message); if it goes on: stop."""
-        verdict = run.detector.record(action, observation, error=error)
-        if verdict is None:
-            return
+        """The loop detector's verdict on a step (run.detector.record): first detection: warn
+        the model (one recovery message); if it goes on: stop."""
         if verdict.fatal:
             raise LoopStopped(error=fallback.loop_detected(verdict))
         warning = fallback.loop_suspected(verdict)
