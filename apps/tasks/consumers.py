@@ -198,6 +198,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         async with self.delivery:
             await self._send_event(message["event"])
 
+    async def task_events(self, message: dict) -> None:
+        """A batch from the runner (one per flush, recorder.py): each event is its own frame."""
+        async with self.delivery:
+            for event in message["events"]:
+                await self._send_event(event)
+
     async def _send_event(self, event: dict) -> None:
         task_id = event["task_id"]
         last = self.sent_seq.get(task_id)

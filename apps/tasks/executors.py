@@ -40,6 +40,21 @@ def task_submit(*, task_id: int) -> None:
         transaction.on_commit(lambda: _start_inline(task_id))
 
 
+def warm_up() -> None:
+    """At server start (asgi.py): the inline executor runs tasks on the serving loop, so the
+    runner's imports (engine, tools, evolution: ~2 s cold) and the sandbox probes (~0.5 s) must
+    not happen there at the first task — every socket would wait behind them."""
+    if agent_config().executor.kind != "inline":
+        return
+    from apps.engine.sandbox import Sandbox
+    from apps.tasks import runner  # noqa: F401
+
+    try:
+        Sandbox.from_config(agent_config().sandbox)  # the probes are cached per process
+    except Exception:  # no usable sandbox: the task reports it with advice when it runs
+        log.info("sandbox probe at start-up failed", exc_info=True)
+
+
 def _enqueue_rq(task_id: int, queue_name: str) -> None:
     import django_rq
 
