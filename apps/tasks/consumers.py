@@ -54,17 +54,22 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _catch_up_loop(self) -> None:
         """A channel layer may drop messages (channels-redis drops silently when an inbox is
         full). The database is the source of truth: every few seconds, replay what a followed,
-        unfinished task has stored beyond what this socket was sent."""
+        unfinished task had already stored at the previous look and this socket still was not
+        sent — events stored since are normally on their way through the channel layer, and
+        replaying them too would only read the database for frames dropped as duplicates."""
+        seen: dict[int, int] = {}  # task -> its stored last_seq at the previous look
         while True:
             await asyncio.sleep(CATCH_UP_SECONDS)
             pending = [t for t in self.sent_seq if t not in self.finished]
             if not pending:
+                seen.clear()
                 continue
             stored = await sync_to_async(selectors.task_last_seqs)(task_ids=pending)
             for task_id, last_seq in stored.items():
-                if last_seq > self.sent_seq.get(task_id, last_seq):
+                if seen.get(task_id, 0) > self.sent_seq.get(task_id, last_seq):
                     async with self.delivery:
                         await self._replay(task_id)
+            seen = dict(stored)
 
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:

@@ -42,12 +42,16 @@ def task_submit(*, task_id: int) -> None:
 
 def warm_up() -> None:
     """At server start (asgi.py): the inline executor runs tasks on the serving loop, so the
-    runner's imports (engine, tools, evolution: ~2 s cold) and the sandbox probes (~0.5 s) must
-    not happen there at the first task — every socket would wait behind them."""
+    runner's imports (engine, evolution: ~2 s cold), the tool modules (~1 s, imported lazily by
+    the registry) and the sandbox probes (~0.5 s) must not happen there at the first task —
+    every socket of the server would wait behind them."""
     if agent_config().executor.kind != "inline":
         return
     from apps.engine.sandbox import Sandbox
     from apps.tasks import runner  # noqa: F401
+    from apps.tools.builtin.registry import available_tool_names
+
+    available_tool_names()  # imports every tool module
 
     try:
         Sandbox.from_config(agent_config().sandbox)  # the probes are cached per process
