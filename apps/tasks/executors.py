@@ -43,8 +43,8 @@ def task_submit(*, task_id: int) -> None:
 def warm_up() -> None:
     """At server start (asgi.py): the inline executor runs tasks on the serving loop, so the
     runner's imports (engine, evolution: ~2 s cold), the tool modules (~1 s, imported lazily by
-    the registry) and the sandbox probes (~0.5 s) must not happen there at the first task —
-    every socket of the server would wait behind them."""
+    the registry), the TLS context of the model clients and the sandbox probes (~0.5 s) must
+    not happen there at the first task — every socket of the server would wait behind them."""
     if agent_config().executor.kind != "inline":
         return
     from apps.engine.sandbox import Sandbox
@@ -52,6 +52,11 @@ def warm_up() -> None:
     from apps.tools.builtin.registry import available_tool_names
 
     available_tool_names()  # imports every tool module
+    import httpx
+
+    from apps.engine.llm.gateway import tls_context
+
+    httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
 
     try:
         Sandbox.from_config(agent_config().sandbox)  # the probes are cached per process
