@@ -31,6 +31,20 @@ def task_group(task_id: int) -> str:
     return f"task.{task_id}"
 
 
+# Sockets of this process by followed task, per event loop: the runner of an inline task (same
+# process, same loop) hands them each batch directly (`deliver_local`), so their frames do not
+# wait on the channel layer's round trips. The layer still carries every batch (other
+# processes' sockets, RQ workers' tasks); the duplicates are dropped by seq.
+_followers: dict[int, set[ChatConsumer]] = {}
+
+
+def deliver_local(task_id: int, events: list[dict]) -> None:
+    """Give a committed batch to this process's sockets following the task (runner, same loop)."""
+    for consumer in list(_followers.get(task_id, ())):
+        if consumer.loop is asyncio.get_running_loop():
+            consumer.loop.create_task(consumer.task_events({"events": events}))
+
+
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -41,6 +55,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.sent_seq: dict[int, int] = {}
         self.finished: set[int] = set()
         self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
+        self.loop = asyncio.get_running_loop()
         await self.accept()
         self.catch_up = asyncio.create_task(self._catch_up_loop())
 
@@ -49,6 +64,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if catch_up is not None:
             catch_up.cancel()
         for task_id in list(getattr(self, "sent_seq", {})):
+            followers = _followers.get(task_id, set())
+            followers.discard(self)
+            if not followers:
+                _followers.pop(task_id, None)
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
     async def _catch_up_loop(self) -> None:
@@ -183,6 +202,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         async with self.delivery:
             if task_id not in self.sent_seq:
                 await self.channel_layer.group_add(task_group(task_id), self.channel_name)
+                _followers.setdefault(task_id, set()).add(self)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
             await self._replay(task_id)

@@ -32,7 +32,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from apps.engine.config import AgentkitConfig, StreamingConfig
-from apps.tasks.consumers import task_group
+from apps.tasks.consumers import deliver_local, task_group
 from apps.tasks.event_writer import write_events
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
 from apps.tasks.models import Task, TaskEvent
@@ -96,6 +96,7 @@ class EventRecorder:
         self._scheduled: asyncio.Task | None = None
         self._failure: BaseException | None = None
         self._inflight: tuple[asyncio.Future, list[TaskEvent]] | None = None
+        self._published: asyncio.Future | None = None  # the last batch's channel-layer send
 
     async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
         """Queue one event (written now when it is in IMMEDIATE); returns its message."""
@@ -128,6 +129,8 @@ class EventRecorder:
         second cancellation does not interrupt the write."""
         if self._queued or self._inflight is not None:
             await asyncio.shield(self.flush())
+        if self._published is not None:  # the last batches reach the channel layer too
+            await asyncio.shield(self._published)
         scheduled, self._scheduled = self._scheduled, None
         if scheduled is not None and not scheduled.done():
             scheduled.cancel()  # nothing is queued: it was only waiting
@@ -187,9 +190,14 @@ class EventRecorder:
         # The process's writer thread commits it with the other tasks' waiting batches.
         await write_events(self.task_id, batch)
         self.flushes += 1
-        await self._broadcast([event.as_message() for event in batch])
+        messages = [event.as_message() for event in batch]
+        deliver_local(self.task_id, messages)  # this process's sockets: at once
+        # The channel layer in order, off the flush path: the next flush need not wait for it.
+        self._published = asyncio.ensure_future(self._broadcast(self._published, messages))
 
-    async def _broadcast(self, messages: list[dict]) -> None:
+    async def _broadcast(self, previous: asyncio.Future | None, messages: list[dict]) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # batches reach the layer in seq order
         group = task_group(self.task_id)
         for start in range(0, len(messages), BROADCAST_MAX_EVENTS):
             chunk = messages[start : start + BROADCAST_MAX_EVENTS]
