@@ -6,6 +6,7 @@ so replay + live delivery is in order and exactly once."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
 from asgiref.sync import sync_to_async
@@ -15,6 +16,11 @@ from django.conf import settings
 from apps.tasks import executors, selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
+
+# Database work of sockets runs on the shared thread pool, not on Django's one thread-sensitive
+# thread: 50 sockets creating tasks at once would otherwise queue behind each other and behind
+# every runner's and every handshake's queries there.
+_db = functools.partial(sync_to_async, thread_sensitive=False)
 
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
@@ -83,7 +89,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if not pending:
                 seen.clear()
                 continue
-            stored = await sync_to_async(selectors.task_last_seqs)(task_ids=pending)
+            stored = await _db(selectors.task_last_seqs)(task_ids=pending)
             for task_id, last_seq in stored.items():
                 if seen.get(task_id, 0) > self.sent_seq.get(task_id, last_seq):
                     async with self.delivery:
@@ -139,10 +145,10 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task = await sync_to_async(self._create_task)(content)
+        task = await _db(self._create_task)(content)
         await self._follow(task.pk, after_seq=task.last_seq)
         if task.last_seq == 0 and task.status == "queued":
-            await sync_to_async(executors.task_submit)(task_id=task.pk)
+            await _db(executors.task_submit)(task_id=task.pk)
 
     def _create_task(self, content: dict):
         from django.db import transaction
@@ -175,20 +181,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             raise ApplicationError(
                 "'after_seq' must be a non-negative integer", {"error_code": "invalid_field"}
             )
-        task = await sync_to_async(selectors.task_for_user)(
-            user=self.user, task_id=content["task_id"]
-        )
+        task = await _db(selectors.task_for_user)(user=self.user, task_id=content["task_id"])
         if task is None:
             raise ApplicationError("task not found", {"error_code": "not_found"})
         await self._follow(task.pk, after_seq=after)
 
     async def _handle_cancel(self, content: dict) -> None:
-        task = await sync_to_async(selectors.task_for_user)(
-            user=self.user, task_id=content["task_id"]
-        )
+        task = await _db(selectors.task_for_user)(user=self.user, task_id=content["task_id"])
         if task is None:
             raise ApplicationError("task not found", {"error_code": "not_found"})
-        await sync_to_async(services.task_request_cancel)(task=task)
+        await _db(services.task_request_cancel)(task=task)
 
     async def _handle_spec_review_reply(self, content: dict) -> None:
         raise ApplicationError(
@@ -210,7 +212,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _replay(self, task_id: int) -> None:
         """Send the stored events after the last one sent, in order. Caller holds `delivery`."""
         while True:
-            events = await sync_to_async(selectors.task_events_after_id)(
+            events = await _db(selectors.task_events_after_id)(
                 task_id=task_id, seq=self.sent_seq[task_id]
             )
             if not events:
