@@ -146,9 +146,13 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
         task = await _db(self._create_task)(content)
-        await self._follow(task.pk, after_seq=task.last_seq)
+        after_seq = task.last_seq
         if task.last_seq == 0 and task.status == "queued":
+            # Started before the socket joins the group: joining costs Redis round trips that
+            # the first event need not wait for. Whatever the runner commits before the join is
+            # replayed from the database by `_follow`; what it commits later is delivered live.
             await _db(executors.task_submit)(task_id=task.pk)
+        await self._follow(task.pk, after_seq=after_seq)
 
     def _create_task(self, content: dict):
         from django.db import transaction
