@@ -2,9 +2,12 @@
 
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
 task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
-task's `last_seq`), then broadcasts the batch to group `task.<id>` as one `task.events` message
-(the consumer sends each event as its own frame, in order). Rows are committed before they are
-broadcast, so a socket that replays from the database and then listens never misses one.
+task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
+process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
+holding up the next flush, to group `task.<id>` as one `task.events` message per
+`BROADCAST_MAX_EVENTS` (the consumer sends each event as its own frame and drops copies by seq).
+Rows are committed before they are delivered, so a socket that replays from the database and then
+listens never misses one.
 
 When flushes happen (`streaming.flush_interval_ms` is the window):
 - the first event after a quiet window goes out at once (a flush starts as soon as it is queued);
@@ -17,7 +20,7 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
   disagree;
 - `aclose()` (the runner's `finally`) writes whatever is still queued: a crash or a cancel never
   loses an event the engine yielded.
-Flushes are serialized (one lock per recorder), so batches commit and broadcast in seq order.
+Flushes are serialized (one lock per recorder), so batches commit and are delivered in seq order.
 """
 
 from __future__ import annotations
