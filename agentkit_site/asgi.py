@@ -18,6 +18,10 @@ except ConfigError as exc:
     print(f"agentkit: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
 
+from apps.tasks.executors import warm_up  # noqa: E402
+
+warm_up()  # import the runner and probe the sandbox now, not on the serving loop at the first task
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

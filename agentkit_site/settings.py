@@ -109,10 +109,14 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # All sockets of one process share one Redis inbox, and group_send silently drops
-            # what exceeds `capacity`: keep it large. Consumers also catch up from the database.
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 100_000, "expiry": 60},
+            # Redis Pub/Sub: Redis pushes each group message to the subscribed processes. The
+            # list-based RedisChannelLayer receives one message per 3-4 sequential round trips
+            # for all sockets of a process, which capped delivery at a few hundred events a
+            # second (bench/chat_load.py, bench/streaming.py). Pub/Sub keeps nothing for a
+            # process that is not listening; consumers catch up from the database (the source
+            # of truth) for anything a layer drops.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
 else:

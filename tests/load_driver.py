@@ -62,7 +62,9 @@ class SocketRun:
     seqs: list[int] = field(default_factory=list)
     types: list[str] = field(default_factory=list)
     status: str | None = None
-    first_event_s: float | None = None
+    first_event_s: float | None = None  # from opening the socket
+    connected_s: float | None = None  # the socket open (handshake + authentication)
+    message_to_first_event_s: float | None = None  # from sending the message, socket open
     total_s: float | None = None
     error: str | None = None
 
@@ -76,6 +78,7 @@ async def one_socket(
         async with websockets.connect(
             ws_url, additional_headers={"Cookie": cookie, "Origin": origin}, max_size=2**22
         ) as socket:
+            run.connected_s = time.monotonic() - started
             await socket.send(
                 json.dumps(
                     {
@@ -94,6 +97,7 @@ async def one_socket(
                         break
                     if run.first_event_s is None:
                         run.first_event_s = time.monotonic() - started
+                        run.message_to_first_event_s = run.first_event_s - run.connected_s
                     run.task_id = event["task_id"]
                     run.seqs.append(event["seq"])
                     run.types.append(event["type"])

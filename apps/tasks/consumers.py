@@ -6,6 +6,7 @@ so replay + live delivery is in order and exactly once."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 
 from asgiref.sync import sync_to_async
@@ -15,6 +16,11 @@ from django.conf import settings
 from apps.tasks import executors, selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
+
+# Database work of sockets runs on the shared thread pool, not on Django's one thread-sensitive
+# thread: 50 sockets creating tasks at once would otherwise queue behind each other and behind
+# every runner's and every handshake's queries there.
+_db = functools.partial(sync_to_async, thread_sensitive=False)
 
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
@@ -31,6 +37,20 @@ def task_group(task_id: int) -> str:
     return f"task.{task_id}"
 
 
+# Sockets of this process by followed task, per event loop: the runner of an inline task (same
+# process, same loop) hands them each batch directly (`deliver_local`), so their frames do not
+# wait on the channel layer's round trips. The layer still carries every batch (other
+# processes' sockets, RQ workers' tasks); the duplicates are dropped by seq.
+_followers: dict[int, set[ChatConsumer]] = {}
+
+
+def deliver_local(task_id: int, events: list[dict]) -> None:
+    """Give a committed batch to this process's sockets following the task (runner, same loop)."""
+    for consumer in list(_followers.get(task_id, ())):
+        if consumer.loop is asyncio.get_running_loop():
+            consumer.loop.create_task(consumer.task_events({"events": events}))
+
+
 class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -41,6 +61,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.sent_seq: dict[int, int] = {}
         self.finished: set[int] = set()
         self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
+        self.loop = asyncio.get_running_loop()
         await self.accept()
         self.catch_up = asyncio.create_task(self._catch_up_loop())
 
@@ -49,22 +70,31 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if catch_up is not None:
             catch_up.cancel()
         for task_id in list(getattr(self, "sent_seq", {})):
+            followers = _followers.get(task_id, set())
+            followers.discard(self)
+            if not followers:
+                _followers.pop(task_id, None)
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
     async def _catch_up_loop(self) -> None:
         """A channel layer may drop messages (channels-redis drops silently when an inbox is
         full). The database is the source of truth: every few seconds, replay what a followed,
-        unfinished task has stored beyond what this socket was sent."""
+        unfinished task had already stored at the previous look and this socket still was not
+        sent — events stored since are normally on their way through the channel layer, and
+        replaying them too would only read the database for frames dropped as duplicates."""
+        seen: dict[int, int] = {}  # task -> its stored last_seq at the previous look
         while True:
             await asyncio.sleep(CATCH_UP_SECONDS)
             pending = [t for t in self.sent_seq if t not in self.finished]
             if not pending:
+                seen.clear()
                 continue
-            stored = await sync_to_async(selectors.task_last_seqs)(task_ids=pending)
+            stored = await _db(selectors.task_last_seqs)(task_ids=pending)
             for task_id, last_seq in stored.items():
-                if last_seq > self.sent_seq.get(task_id, last_seq):
+                if seen.get(task_id, 0) > self.sent_seq.get(task_id, last_seq):
                     async with self.delivery:
                         await self._replay(task_id)
+            seen = dict(stored)
 
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
     async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
@@ -115,10 +145,14 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task = await sync_to_async(self._create_task)(content)
-        await self._follow(task.pk, after_seq=task.last_seq)
+        task = await _db(self._create_task)(content)
+        after_seq = task.last_seq
         if task.last_seq == 0 and task.status == "queued":
-            await sync_to_async(executors.task_submit)(task_id=task.pk)
+            # Started before the socket joins the group: joining costs Redis round trips that
+            # the first event need not wait for. Whatever the runner commits before the join is
+            # replayed from the database by `_follow`; what it commits later is delivered live.
+            await _db(executors.task_submit)(task_id=task.pk)
+        await self._follow(task.pk, after_seq=after_seq)
 
     def _create_task(self, content: dict):
         from django.db import transaction
@@ -151,20 +185,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             raise ApplicationError(
                 "'after_seq' must be a non-negative integer", {"error_code": "invalid_field"}
             )
-        task = await sync_to_async(selectors.task_for_user)(
-            user=self.user, task_id=content["task_id"]
-        )
+        task = await _db(selectors.task_for_user)(user=self.user, task_id=content["task_id"])
         if task is None:
             raise ApplicationError("task not found", {"error_code": "not_found"})
         await self._follow(task.pk, after_seq=after)
 
     async def _handle_cancel(self, content: dict) -> None:
-        task = await sync_to_async(selectors.task_for_user)(
-            user=self.user, task_id=content["task_id"]
-        )
+        task = await _db(selectors.task_for_user)(user=self.user, task_id=content["task_id"])
         if task is None:
             raise ApplicationError("task not found", {"error_code": "not_found"})
-        await sync_to_async(services.task_request_cancel)(task=task)
+        await _db(services.task_request_cancel)(task=task)
 
     async def _handle_spec_review_reply(self, content: dict) -> None:
         """confirm/reject a spec review (apps/specs); a parked spec's task runs again."""
@@ -187,6 +217,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         async with self.delivery:
             if task_id not in self.sent_seq:
                 await self.channel_layer.group_add(task_group(task_id), self.channel_name)
+                _followers.setdefault(task_id, set()).add(self)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
             await self._replay(task_id)
@@ -194,7 +225,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def _replay(self, task_id: int) -> None:
         """Send the stored events after the last one sent, in order. Caller holds `delivery`."""
         while True:
-            events = await sync_to_async(selectors.task_events_after_id)(
+            events = await _db(selectors.task_events_after_id)(
                 task_id=task_id, seq=self.sent_seq[task_id]
             )
             if not events:
@@ -206,6 +237,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
     async def task_event(self, message: dict) -> None:
         async with self.delivery:
             await self._send_event(message["event"])
+
+    async def task_events(self, message: dict) -> None:
+        """A batch from the runner (one per flush, recorder.py): each event is its own frame."""
+        async with self.delivery:
+            for event in message["events"]:
+                await self._send_event(event)
 
     async def _send_event(self, event: dict) -> None:
         task_id = event["task_id"]

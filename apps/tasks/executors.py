@@ -11,6 +11,7 @@ import asyncio
 import contextvars
 import logging
 import os
+import sys
 import threading
 
 from django.conf import settings
@@ -20,6 +21,8 @@ from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
+
+SERVING_SWITCH_INTERVAL_SECONDS = 0.001
 
 # Strong references: the event loop keeps only weak ones to tasks.
 _inline_tasks: set[asyncio.Task] = set()
@@ -40,6 +43,35 @@ def task_submit(*, task_id: int) -> None:
         transaction.on_commit(lambda: _enqueue_rq(task_id, config.executor.queue, wait))
     else:
         transaction.on_commit(lambda: _start_inline(task_id))
+
+
+def warm_up() -> None:
+    """At server start (asgi.py). The inline executor runs tasks on the serving loop, so the
+    runner's imports (engine, evolution: ~2 s cold), the tool modules (~1 s, imported lazily by
+    the registry), the TLS context of the model clients and the sandbox probes (~0.5 s) must
+    not happen there at the first task — every socket of the server would wait behind them."""
+    # The serving loop shares the GIL with the event writer and the database threads; after
+    # each socket read or write it waits for a thread's time slice to end (5 ms by default)
+    # before it runs again. 1 ms: bench/streaming.py delivered ~30% more token events a second,
+    # with lower latency.
+    sys.setswitchinterval(SERVING_SWITCH_INTERVAL_SECONDS)
+    if agent_config().executor.kind != "inline":
+        return
+    from apps.engine.sandbox import Sandbox
+    from apps.tasks import runner  # noqa: F401
+    from apps.tools.builtin.registry import available_tool_names
+
+    available_tool_names()  # imports every tool module
+    import httpx
+
+    from apps.engine.llm.gateway import tls_context
+
+    httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
+
+    try:
+        Sandbox.from_config(agent_config().sandbox)  # the probes are cached per process
+    except Exception:  # no usable sandbox: the task reports it with advice when it runs
+        log.info("sandbox probe at start-up failed", exc_info=True)
 
 
 def _enqueue_rq(task_id: int, queue_name: str, review_wait: float = 0) -> None:

@@ -1,8 +1,9 @@
 """The only bridge between the engine and Django: builds the engine for a task (model gateway,
 tools rooted in the workspace, config, verifier), runs it, and turns every engine event into a
 `TaskEvent` row (contiguous `seq`, the source of truth) and then a message to channel-layer group
-`task.<id>`. Lifecycle hooks set the task's final status; whatever goes wrong — a bad workspace,
-an engine bug — the task still ends with an `error` event, `task_finished`, and a final status.
+`task.<id>`, batched per flush window (recorder.py). Lifecycle hooks set the task's final status;
+whatever goes wrong — a bad workspace, an engine bug — the task still ends with an `error` event,
+`task_finished`, and a final status.
 """
 
 from __future__ import annotations
@@ -13,13 +14,9 @@ import logging
 import time
 from contextlib import aclosing
 from dataclasses import replace
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
-from django.db import transaction
 from django.utils import timezone
 
 from apps.engine.cancellation import CancellationToken
@@ -37,17 +34,17 @@ from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs.services import spec_finish_for_task
 from apps.specs.stage import close_open_reviews, spec_stage_for
+from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
-from apps.tasks.consumers import task_group
 from apps.tasks.failure import (
     internal_paths,
     salvager_for,
-    scrub_event,
     scrub_struct,
     secrets_of,
 )
 from apps.tasks.history import conversation_history
-from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
+from apps.tasks.models import FINAL_STATUSES, Task
+from apps.tasks.recorder import EventRecorder
 from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
@@ -55,7 +52,6 @@ from apps.tools.builtin.registry import available_tool_names, build_tools
 log = logging.getLogger(__name__)
 
 ENGINE_MODES = RUNNABLE_MODES  # one list: what the chat page offers is what runs
-CANCEL_POLL_SECONDS = 0.25
 
 
 class RunAborted(Exception):
@@ -69,58 +65,6 @@ class RunAborted(Exception):
             "suggestions": suggestions or [],
             "retryable": False,
         }
-
-
-class EventRecorder:
-    """Persists events with a contiguous seq (continuing after earlier runs of the task), then
-    broadcasts them. The row is committed before the broadcast, so a socket that replays from
-    the database and then listens never misses an event."""
-
-    def __init__(self, task: Task, config: AgentkitConfig | None = None):
-        self.task_id = task.pk
-        # Failure handling: no internal path or secret reaches an error text (failure.py).
-        self.paths = internal_paths(task.workspace.root_dir)
-        self.secrets = secrets_of(config) if config is not None else []
-        self.seq = task.last_seq
-        self.extra_started: dict[str, Any] = {
-            "workspace": {"id": task.workspace_id, "name": task.workspace.name},
-            "skill": task.skill,
-            "client_msg_id": task.client_msg_id,
-            "conversation": task.conversation_id,
-        }
-        self.finished = False
-        self.layer = get_channel_layer()
-
-    async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
-        if kind == "task_started":
-            data = {**data, **self.extra_started}
-        data = scrub_event(kind, data, self.paths, self.secrets)
-        self.seq += 1
-        when = ts or timezone.now()
-        # thread_sensitive=False: tasks persist in parallel instead of queueing on one thread.
-        event = await sync_to_async(_persist_event, thread_sensitive=False)(
-            self.task_id, self.seq, kind, data, when
-        )
-        message = event.as_message()
-        if kind == "task_finished":
-            self.finished = True
-        try:
-            await self.layer.group_send(
-                task_group(self.task_id), {"type": "task.event", "event": message}
-            )
-        except Exception:  # the row is stored: sockets catch up by replay
-            log.warning("broadcast of task %s seq %s failed", self.task_id, self.seq, exc_info=True)
-        return message
-
-
-def _persist_event(task_id: int, seq: int, kind: str, data: dict, when: datetime) -> TaskEvent:
-    with transaction.atomic():
-        event = TaskEvent.objects.create(task_id=task_id, seq=seq, type=kind, data=data, ts=when)
-        updates: dict[str, Any] = {"last_seq": seq}
-        if kind == "task_started":
-            updates.update(status=TaskStatus.RUNNING, started_at=when)
-        Task.objects.filter(pk=task_id).update(**updates)
-    return event
 
 
 def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
@@ -178,10 +122,6 @@ def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = 
 
 def _load(task_id: int) -> Task | None:
     return Task.objects.select_related("workspace").filter(pk=task_id).first()
-
-
-def _cancel_requested(task_id: int) -> bool:
-    return Task.objects.filter(pk=task_id, cancel_requested_at__isnull=False).exists()
 
 
 def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
@@ -257,12 +197,9 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
 
 
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
-    """Cancellation requested through the API or a socket (any process) reaches the engine here."""
-    while not token.cancelled:
-        if await sync_to_async(_cancel_requested, thread_sensitive=False)(task_id):
-            token.cancel("cancelled by the user")
-            return
-        await asyncio.sleep(CANCEL_POLL_SECONDS)
+    """Cancellation requested through the API or a socket (any process) reaches the engine here
+    (one poll for all tasks of this loop: cancel_watch.py)."""
+    await watch_cancel(task_id, token)
 
 
 async def run_task(task_id: int) -> str:
@@ -315,6 +252,7 @@ async def run_task(task_id: int) -> str:
                 started,
             )
     finally:
+        await recorder.aclose()  # whatever the engine yielded is written, even on a cancel
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher

@@ -20,6 +20,9 @@ What it does like the real services:
   `stream_options.include_usage`, `[DONE]`); Anthropic events (message_start, ping,
   content_block_start/delta/stop with `input_json_delta`, message_delta, message_stop).
 - `ttft` (seconds before the first token) and `tokens_per_second` (None: as fast as possible).
+- `record_chunks=True`: every streamed text chunk is kept with the `time.monotonic()` at which
+  it was written and the text of the request's last user message; `GET /_chunks` returns them
+  (bench/streaming.py measures chunk-to-frame latency from them; the clock is system-wide).
 - Faults on demand, consumed one per request in order (optionally only by requests for one
   model): error status (500, 429 with retry-after, ...), hang until the client times out,
   malformed SSE line, `error` event after HTTP 200 (or any given error object, e.g. Groq's
@@ -205,7 +208,10 @@ class FakeLLMServer:
         openai_cache_step: int = 128,
         host: str = "127.0.0.1",
         port: int = 0,
+        record_chunks: bool = False,
     ):
+        self.record_chunks = record_chunks
+        self._chunks: list[tuple[str, float, str]] = []
         self.ttft = ttft
         self.tokens_per_second = tokens_per_second
         self.api_key = api_key
@@ -377,6 +383,10 @@ class FakeLLMServer:
             fault = self._take_fault(model)
         if method == "GET" and path_only == "/health":
             return await self._json(writer, 200, {"ok": True})
+        if method == "GET" and path_only == "/_chunks":
+            with self._lock:
+                chunks = list(self._chunks)
+            return await self._json(writer, 200, {"chunks": chunks})
         if protocol is None or method != "POST":
             return await self._json(writer, 404, {"error": {"message": f"no route {path}"}})
         if bad_json or not isinstance(body, dict):
@@ -585,6 +595,7 @@ class FakeLLMServer:
         )
         content_events = 0
         first = True
+        key = _last_user_text(body) if self.record_chunks else ""
         for frame, visible in events:
             if fault is not None and visible is not None and content_events >= fault.after_chunks:
                 if fault.kind == "disconnect":
@@ -616,6 +627,9 @@ class FakeLLMServer:
                 first = False
                 content_events += 1
             await self._chunk(writer, frame)
+            if visible and self.record_chunks:
+                with self._lock:
+                    self._chunks.append((key, time.monotonic(), visible))
         await self._end(writer)
         return True
 
@@ -648,10 +662,28 @@ class FakeLLMServer:
         await writer.drain()
 
 
+def _last_user_text(body: dict) -> str:
+    """The text of the request's last user message (both protocols): which conversation a
+    recorded chunk belongs to."""
+    for message in reversed(body.get("messages") or []):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    return ""
+
+
 # ── running it elsewhere ───────────────────────────────────────────────────────────────────────
 @contextlib.contextmanager
 def running_in_subprocess(
-    *, script: str | os.PathLike[str] | None = None, ttft: float = 0.0, tps: float | None = None
+    *,
+    script: str | os.PathLike[str] | None = None,
+    ttft: float = 0.0,
+    tps: float | None = None,
+    record_chunks: bool = False,
 ) -> Iterator[str]:
     """The server in its own Python process (benchmarks: no GIL shared with the client).
     Yields its base URL. Faults and the Python control API are not available this way."""
@@ -660,6 +692,8 @@ def running_in_subprocess(
         command += ["--script", str(script)]
     if tps is not None:
         command += ["--tps", str(tps)]
+    if record_chunks:
+        command.append("--record-chunks")
     root = Path(__file__).resolve().parents[2]
     process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True)
     try:
@@ -685,6 +719,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ttft", type=float, default=0.0, help="seconds before the first token")
     parser.add_argument("--tps", type=float, default=None, help="tokens per second")
     parser.add_argument("--api-key", default=None, help="refuse requests without this key")
+    parser.add_argument(
+        "--record-chunks", action="store_true", help="keep chunk send times (GET /_chunks)"
+    )
     args = parser.parse_args(argv)
     server = FakeLLMServer(
         args.script,
@@ -693,6 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         api_key=args.api_key,
         host=args.host,
         port=args.port,
+        record_chunks=args.record_chunks,
     ).start()
     print(
         f"fake LLM server on {server.url} (OpenAI base_url {server.openai_base_url}, "

@@ -1,0 +1,216 @@
+"""The runner's event write path: engine events → `TaskEvent` rows → channel-layer group.
+
+`EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
+task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
+task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
+process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
+holding up the next flush, to group `task.<id>` as one `task.events` message per
+`BROADCAST_MAX_EVENTS` (the consumer sends each event as its own frame and drops copies by seq).
+Rows are committed before they are delivered, so a socket that replays from the database and then
+listens never misses one.
+
+When flushes happen (`streaming.flush_interval_ms` is the window):
+- the first event after a quiet window goes out at once (a flush starts as soon as it is queued);
+- events queued less than a window after the last flush started wait for the window's end, so a
+  task writes at most one transaction per window; while a write is in flight, events queue for
+  the next one (with a window of 0 that is all the batching: under load a batch grows instead of
+  the queue of single-row writes);
+- events that change the task's status or that a user must see at once (`IMMEDIATE`) are written,
+  with everything queued before them, before `record()` returns, so status and events never
+  disagree;
+- `aclose()` (the runner's `finally`) writes whatever is still queued: a crash or a cancel never
+  loses an event the engine yielded.
+Flushes are serialized (one lock per recorder), so batches commit and are delivered in seq order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import datetime
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.utils import timezone
+
+from apps.engine.config import AgentkitConfig, StreamingConfig
+from apps.tasks.consumers import deliver_local, task_group
+from apps.tasks.event_writer import write_events
+from apps.tasks.failure import internal_paths, scrub_event, secrets_of
+from apps.tasks.models import Task, TaskEvent
+
+log = logging.getLogger(__name__)
+
+# Written (with all queued before them) before record() returns: they change the task's status
+# or stop the run, and a client acting on them must find the database in agreement.
+IMMEDIATE = frozenset(
+    {"task_started", "error", "spec_review_request", "spec_review_resolved", "task_finished"}
+)
+MAX_QUEUED = 500  # back-pressure: past this many unwritten events, record() waits for a flush
+BROADCAST_MAX_EVENTS = 100  # events per channel-layer message
+
+
+def flush_window_seconds(config: AgentkitConfig | None = None) -> float:
+    """`streaming.flush_interval_ms` in seconds; the shipped default when the config is absent
+    or cannot be read (the runner reports a broken config through its own error path)."""
+    if config is None:
+        try:
+            from apps.tasks.conf import agent_config
+
+            config = agent_config()
+        except Exception:
+            return StreamingConfig().flush_interval_ms / 1000
+    return config.streaming.flush_interval_ms / 1000
+
+
+class EventRecorder:
+    """Persists and broadcasts one task's events in batches (see the module docstring)."""
+
+    def __init__(
+        self,
+        task: Task,
+        config: AgentkitConfig | None = None,
+        *,
+        flush_interval_ms: int | None = None,
+    ):
+        self.task_id = task.pk
+        # Failure handling: no internal path or secret reaches an error text (failure.py).
+        self.paths = internal_paths(task.workspace.root_dir)
+        self.secrets = secrets_of(config) if config is not None else []
+        self.seq = task.last_seq
+        self.extra_started: dict[str, Any] = {
+            "workspace": {"id": task.workspace_id, "name": task.workspace.name},
+            "skill": task.skill,
+            "client_msg_id": task.client_msg_id,
+            "conversation": task.conversation_id,
+        }
+        self.finished = False
+        self.layer = get_channel_layer()
+        self.window = (
+            flush_interval_ms / 1000
+            if flush_interval_ms is not None
+            else flush_window_seconds(config)
+        )
+        self.flushes = 0  # transactions written (the benchmarks and tests read it)
+        self._queued: list[TaskEvent] = []
+        self._lock = asyncio.Lock()
+        self._last_flush = float("-inf")  # monotonic start of the last flush
+        self._scheduled: asyncio.Task | None = None
+        self._failure: BaseException | None = None
+        self._inflight: tuple[asyncio.Future, list[TaskEvent]] | None = None
+        self._published: asyncio.Future | None = None  # the last batch's channel-layer send
+
+    async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
+        """Queue one event (written now when it is in IMMEDIATE); returns its message."""
+        if self._failure is not None:  # a background write failed: the runner ends the task
+            failure, self._failure = self._failure, None
+            raise failure
+        if kind == "task_started":
+            data = {**data, **self.extra_started}
+        data = scrub_event(kind, data, self.paths, self.secrets)
+        self.seq += 1
+        event = TaskEvent(
+            task_id=self.task_id, seq=self.seq, type=kind, data=data, ts=ts or timezone.now()
+        )
+        self._queued.append(event)
+        if kind == "task_finished":
+            self.finished = True
+        if kind in IMMEDIATE or len(self._queued) >= MAX_QUEUED:
+            await self.flush()
+        else:
+            self._schedule()
+        return event.as_message()
+
+    async def flush(self) -> None:
+        """Write and broadcast everything queued so far (waits for a write in flight)."""
+        async with self._lock:
+            await self._write_queued()
+
+    async def aclose(self) -> None:
+        """Write what is still queued; the runner calls it in its `finally`. Shielded so that a
+        second cancellation does not interrupt the write."""
+        if self._queued or self._inflight is not None:
+            await asyncio.shield(self.flush())
+        if self._published is not None:  # the last batches reach the channel layer too
+            await asyncio.shield(self._published)
+        scheduled, self._scheduled = self._scheduled, None
+        if scheduled is not None and not scheduled.done():
+            scheduled.cancel()  # nothing is queued: it was only waiting
+
+    # ── internals ─────────────────────────────────────────────────────────────────────────────
+    def _schedule(self) -> None:
+        """Make sure a flush will run: now when the window since the last one is over, else at
+        its end. One scheduled flush at a time; it re-arms itself while events keep coming."""
+        if self._scheduled is None or self._scheduled.done():
+            self._scheduled = asyncio.get_running_loop().create_task(
+                self._flush_when_due(), name=f"events-{self.task_id}"
+            )
+
+    async def _flush_when_due(self) -> None:
+        try:
+            while self._queued:
+                delay = self._last_flush + self.window - time.monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await self.flush()
+        except Exception as exc:  # the events stay queued; the next record() raises
+            log.exception("writing events of task %s failed", self.task_id)
+            self._failure = exc
+
+    async def _write_queued(self) -> None:
+        """Caller holds the lock. Commit the queued events in one transaction, then broadcast.
+        The write runs as its own task: if the caller is cancelled meanwhile, the write still
+        completes (never half-known), and the next flush waits for it first."""
+        await self._settle()
+        if not self._queued:
+            return
+        batch, self._queued = self._queued, []
+        self._last_flush = time.monotonic()
+        self._inflight = (asyncio.ensure_future(self._commit(batch)), batch)
+        await self._settle()
+
+    async def _settle(self) -> None:
+        """Wait for the write in flight; a failed one puts its events back in front."""
+        if self._inflight is None:
+            return
+        future, batch = self._inflight
+        try:
+            await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                raise  # this caller was cancelled; the write goes on and is settled later
+            self._inflight = None
+            self._queued[:0] = batch
+            raise
+        except Exception:
+            self._inflight = None
+            self._queued[:0] = batch  # rolled back: the next flush writes them again
+            raise
+        self._inflight = None
+
+    async def _commit(self, batch: list[TaskEvent]) -> None:
+        # The process's writer thread commits it with the other tasks' waiting batches.
+        await write_events(self.task_id, batch)
+        self.flushes += 1
+        messages = [event.as_message() for event in batch]
+        deliver_local(self.task_id, messages)  # this process's sockets: at once
+        # The channel layer in order, off the flush path: the next flush need not wait for it.
+        self._published = asyncio.ensure_future(self._broadcast(self._published, messages))
+
+    async def _broadcast(self, previous: asyncio.Future | None, messages: list[dict]) -> None:
+        if previous is not None:
+            await asyncio.wait([previous])  # batches reach the layer in seq order
+        group = task_group(self.task_id)
+        for start in range(0, len(messages), BROADCAST_MAX_EVENTS):
+            chunk = messages[start : start + BROADCAST_MAX_EVENTS]
+            try:
+                await self.layer.group_send(group, {"type": "task.events", "events": chunk})
+            except Exception:  # the rows are stored: sockets catch up by replay
+                log.warning(
+                    "broadcast of task %s seq %s-%s failed",
+                    self.task_id,
+                    chunk[0]["seq"],
+                    chunk[-1]["seq"],
+                    exc_info=True,
+                )
