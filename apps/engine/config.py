@@ -17,6 +17,14 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from apps.engine.config_team import (
+    ExpertConfig,
+    RollbackConfig,
+    TeamConfig,
+    team_experts,
+    team_templates,
+)
+
 PROVIDERS = ("openai", "anthropic", "scripted")
 MODES = ("direct_chat", "react", "plan_exec", "team_collab")
 # Tool names the shipped tool set knows. Kept here (not imported from apps.tools) so the
@@ -412,6 +420,9 @@ class AgentkitConfig(Section):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
     llm: LLMConfig = LLMConfig()
     skills: dict[str, SkillConfig] = Field(default_factory=dict)
+    experts: dict[str, ExpertConfig] = Field(default_factory=dict)  # config_team.py
+    team: TeamConfig = TeamConfig()
+    rollback: RollbackConfig = RollbackConfig()
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
@@ -457,6 +468,10 @@ class AgentkitConfig(Section):
         for name, skill in sorted(self.skills.items()):
             check_alias(f"skills.{name}.model", skill.model)
             check_tools(f"skills.{name}.tools", skill.tools)
+        for name, expert in sorted(self.experts.items()):
+            check_alias(f"experts.{name}.model", expert.model)
+            check_tools(f"experts.{name}.tools", expert.tools)
+        problems += self._team_errors()
         problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()
@@ -465,6 +480,23 @@ class AgentkitConfig(Section):
                     f"models.{alias}.script: file {model.script!r} not found "
                     f"(relative paths resolve against {self.base_dir})"
                 )
+        return problems
+
+    def _team_errors(self) -> list[str]:
+        templates = team_templates(self.team, self.experts)
+        experts = sorted(team_experts(self.experts))
+        problems = [
+            f"team.templates.{name}.experts.{index}: unknown expert {role!r} "
+            f"(known: {', '.join(experts)})"
+            for name, template in sorted(self.team.templates.items())
+            for index, role in enumerate(template.experts)
+            if role not in experts
+        ]
+        if self.team.template not in templates:
+            problems.append(
+                f"team.template: unknown template {self.team.template!r} "
+                f"(known: {', '.join(sorted(templates))})"
+            )
         return problems
 
     def _plan_exec_errors(self) -> list[str]:

@@ -1,0 +1,472 @@
+"""TeamOrchestrator: team_collab runs a confirmed spec (spec.py) with a team of experts.
+
+Each spec phase is one phased ReAct run (`ReActEngine.run()`, mode plan_exec: the only agent loop)
+by the expert its `role` names — the expert's system prompt, tools and model (config_team.py) —
+in the shared workspace. Phases run in dependency order; those whose dependencies are done run at
+the same time, at most `team.max_concurrency`. The orchestrator's own events frame the task:
+exactly one `task_started` and one `task_finished`, and exactly one lifecycle hook fires, in
+run()'s one `finally`. A phase's run is translated: its start and end become `phase_started` and
+`phase_completed` / `phase_failed`; its other events pass through with `phase_id` added.
+
+A failed phase (seed 001 KTD8): `phase_failed` → its dependents `phase_failed` (never run) →
+its `validation_command`, if set → when that fails (or is not set) and a `rollback_command` is
+set, the RollbackExecutor runs it in the sandbox (`phase_rollback_started` → `_completed` |
+`_failed`; `@snapshot` restores the git snapshot taken before the phase) → the phase's
+checkpoint is saved unless its rollback failed. Phases that do not depend on it go on. A task
+with a failed phase fails with an `error_struct` naming it: never a fallback to react.
+
+Checkpoints (ports.CheckpointStore): every completed phase is saved; a run started with
+checkpoints already stored (a task resumed after a restart) does not run the completed phases
+again, and its totals include theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from apps.engine import fallback
+from apps.engine.cancellation import CancellationToken
+from apps.engine.config import AgentkitConfig
+from apps.engine.config_team import ExpertConfig, team_experts, team_templates
+from apps.engine.events import ErrorStruct, Event, EventType
+from apps.engine.loop import ReActEngine
+from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
+from apps.engine.rollback import GitSnapshots, RollbackExecutor, SnapshotError
+from apps.engine.spec import SNAPSHOT, PhaseSpec, SpecDraft
+from apps.engine.task import AgentTask, TaskResult, UsageTotals
+from apps.engine.team import (
+    dependency_failed,
+    phase_error,
+    phase_goal,
+    phases_failed,
+    setup_error,
+    summary_answer,
+    totals,
+)
+
+log = logging.getLogger(__name__)
+
+# (role, expert, verify) -> the engine for one phase's run, without hooks (the orchestrator's fire).
+EngineFactory = Callable[[str, ExpertConfig, bool], ReActEngine]
+
+
+class TeamSetupError(Exception):
+    """The spec cannot run with this team (unknown template or role, @snapshot without git)."""
+
+    def __init__(self, error: ErrorStruct):
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(slots=True)
+class _Done:
+    phase_id: str
+    result: TaskResult | None
+    crash: BaseException | None = None
+    snapshot: str = ""  # the @snapshot commit taken before the phase
+
+
+class TeamOrchestrator:
+    def __init__(
+        self,
+        engine_for: EngineFactory,
+        config: AgentkitConfig | None = None,
+        *,
+        hooks: TaskHooks | None = None,
+        commands: RollbackExecutor | None = None,
+        checkpoints: CheckpointStore | None = None,
+        template: str | None = None,
+    ):
+        self.engine_for = engine_for
+        self.config = config or AgentkitConfig()
+        self.hooks = hooks or TaskHooks()
+        self.commands = commands  # None: validation/rollback commands cannot run (refused)
+        self.checkpoints = checkpoints
+        self.template = template or self.config.team.template
+        self.experts = team_experts(self.config.experts)
+
+    async def execute(
+        self, task: AgentTask, spec: SpecDraft, *, cancel: CancellationToken | None = None
+    ) -> TaskResult:
+        last: Event | None = None
+        async with aclosing(self.run(task, spec, cancel=cancel)) as events:
+            async for event in events:
+                last = event
+        return TaskResult.from_event(last)
+
+    # ── the run ────────────────────────────────────────────────────────────────────────────────
+    async def run(
+        self, task: AgentTask, spec: SpecDraft, *, cancel: CancellationToken | None = None
+    ) -> AsyncIterator[Event]:
+        seq = 0
+
+        def event(kind: EventType, **data: Any) -> Event:
+            nonlocal seq
+            seq += 1
+            return Event(type=kind, task_id=task.task_id, seq=seq, ts=datetime.now(UTC), data=data)
+
+        result: TaskResult | None = None
+        running: dict[str, asyncio.Task] = {}
+        try:
+            team = self._team_or_none()
+            yield event(
+                "task_started",
+                mode="team_collab",
+                model=task.model or self.config.llm.main,
+                goal=task.goal,
+                template=self.template,
+                experts=sorted(team or ()),
+                phases=[p.id for p in spec.phases],
+                max_concurrency=self.config.team.max_concurrency,
+            )
+            try:
+                self._check(spec, team)
+                saved = await self._load_checkpoints()
+            except TeamSetupError as bad:
+                result = TaskResult(task_id=task.task_id, status="failed", error=bad.error)
+            if result is None:
+                async for item in self._schedule(task, spec, saved, running, event, cancel):
+                    if isinstance(item, TaskResult):
+                        result = item
+                    else:
+                        yield item
+            if result.status != "completed" and result.error is not None:
+                yield event(
+                    "error", step=result.steps, fatal=True, error_struct=result.error.model_dump()
+                )
+            yield event("task_finished", **result.event_data())
+        except (GeneratorExit, asyncio.CancelledError):
+            result = result or TaskResult(
+                task_id=task.task_id, status="cancelled", error=fallback.interrupted()
+            )
+            raise
+        except Exception as exc:  # a bug of the orchestrator or a port: the run still ends
+            log.exception("team_collab orchestration failed for task %s", task.task_id)
+            result = TaskResult(
+                task_id=task.task_id, status="failed", error=fallback.engine_bug(exc)
+            )
+            yield event("error", step=0, fatal=True, error_struct=result.error.model_dump())
+            yield event("task_finished", **result.event_data())
+            raise
+        finally:
+            for job in running.values():
+                job.cancel()
+            for job in running.values():
+                with suppress(BaseException):
+                    await job
+            await self._fire_hook(
+                result
+                or TaskResult(
+                    task_id=task.task_id, status="cancelled", error=fallback.interrupted()
+                )
+            )
+
+    def _team_or_none(self) -> list[str] | None:
+        template = team_templates(self.config.team, self.config.experts).get(self.template)
+        return None if template is None else list(template.experts)
+
+    def _check(self, spec: SpecDraft, team: list[str] | None) -> None:
+        templates = team_templates(self.config.team, self.config.experts)
+        if team is None:
+            raise TeamSetupError(
+                setup_error(
+                    "unknown_team_template",
+                    f"unknown team template {self.template!r}; known templates: "
+                    f"{', '.join(sorted(templates))}",
+                    "Choose one of the known templates (team.template in agentkit.yaml), or "
+                    "define it under team.templates.",
+                )
+            )
+        for phase in spec.phases:
+            if phase.role not in team or phase.role not in self.experts:
+                raise TeamSetupError(
+                    setup_error(
+                        "unknown_expert",
+                        f"phase {phase.id!r} is given to {phase.role!r}, which team template "
+                        f"{self.template!r} does not have; its experts: {', '.join(sorted(team))}",
+                        "Give the phase to one of these experts, or add the role under experts "
+                        "and to the template in agentkit.yaml.",
+                    )
+                )
+            uses_commands = phase.validation_command or phase.rollback_command
+            if uses_commands and self.commands is None:
+                raise TeamSetupError(
+                    setup_error(
+                        "rollback_unavailable",
+                        f"phase {phase.id!r} declares validation/rollback commands, but this run "
+                        "has no sandbox to run them in",
+                        "Run the task through the server (it provides the sandbox).",
+                    )
+                )
+            if phase.rollback_command == SNAPSHOT and not self._snapshots(None).available():
+                raise TeamSetupError(
+                    setup_error(
+                        "snapshot_unavailable",
+                        f"phase {phase.id!r} rolls back with @snapshot, which needs a git "
+                        "repository at the workspace root, and this workspace is not one",
+                        "Run `git init` in the workspace (and commit), or give the phase a "
+                        "rollback command of its own.",
+                    )
+                )
+
+    def _snapshots(self, task: AgentTask | None) -> GitSnapshots:
+        return GitSnapshots(self.commands, task.task_id if task else "check")
+
+    async def _load_checkpoints(self) -> dict[str, PhaseCheckpoint]:
+        if self.checkpoints is None:
+            return {}
+        return {c.phase_id: c for c in await self.checkpoints.load()}
+
+    # ── scheduling ─────────────────────────────────────────────────────────────────────────────
+    async def _schedule(self, task, spec: SpecDraft, saved, running, event, cancel):
+        """Yields the run's events, then its TaskResult."""
+        status = {p.id: "pending" for p in spec.phases}
+        results: dict[str, TaskResult] = {}
+        finals: dict[str, str] = {}
+        snapshots: dict[str, str] = {}
+        for phase in spec.phases:  # resumed: completed phases are not run again
+            done = saved.get(phase.id)
+            if done is not None and done.status == "completed":
+                status[phase.id] = "completed"
+                finals[phase.id] = str(done.counters.get("final", ""))
+                results[phase.id] = _result_of(task, done)
+                yield event(
+                    "phase_completed",
+                    **_phase_data(phase),
+                    resumed=True,
+                    status="completed",
+                    steps=results[phase.id].steps,
+                )
+        queue: asyncio.Queue = asyncio.Queue()
+        sinks = {p.id for p in spec.phases if not spec.dependents_of(p.id)}
+        limit = self.config.team.max_concurrency
+        cancelled = False
+        while True:
+            for phase in spec.phases:
+                ready = status[phase.id] == "pending" and all(
+                    status[d] == "completed" for d in phase.depends_on
+                )
+                if ready and len(running) < limit and not cancelled:
+                    status[phase.id] = "running"
+                    goal = phase_goal(spec, phase, finals)
+                    running[phase.id] = asyncio.create_task(
+                        self._run_phase(task, phase, goal, phase.id in sinks, queue, cancel)
+                    )
+            if not running:
+                break
+            item = await queue.get()
+            if not isinstance(item, _Done):
+                yield item(event)
+                continue
+            running.pop(item.phase_id, None)
+            if item.snapshot:
+                snapshots[item.phase_id] = item.snapshot
+            phase = spec.phase(item.phase_id)
+            result = item.result or _crashed(task, item.crash)
+            results[phase.id] = result
+            if result.status == "completed":
+                status[phase.id] = "completed"
+                finals[phase.id] = result.final
+                yield event("phase_completed", **_phase_data(phase), **_result_data(result))
+                await self._save(phase.id, "completed", result, snapshots.get(phase.id, ""))
+                continue
+            if result.status == "cancelled":
+                cancelled = True
+            status[phase.id] = "failed"
+            yield event("phase_failed", **_phase_data(phase), **_result_data(result))
+            for dependent in spec.dependents_of(phase.id):
+                if status[dependent] == "pending":
+                    status[dependent] = "failed"
+                    yield event(
+                        "phase_failed",
+                        **_phase_data(spec.phase(dependent)),
+                        status="skipped",
+                        failed_dependency=phase.id,
+                        error_struct=dependency_failed(dependent, phase.id).model_dump(),
+                    )
+            if not cancelled:
+                async for rollback_event in self._roll_back(phase, result, snapshots, event):
+                    yield rollback_event
+        if cancelled or (cancel is not None and cancel.cancelled):
+            yield TaskResult(
+                task_id=task.task_id,
+                status="cancelled",
+                error=fallback.cancelled("cancelled by the user"),
+                **totals(results),
+            )
+            return
+        failed = [p for p in spec.phases if status[p.id] != "completed"]
+        if failed:
+            yield TaskResult(
+                task_id=task.task_id,
+                status="failed",
+                final=summary_answer(spec, finals),
+                error=phases_failed(spec, status, results),
+                **totals(results),
+            )
+        else:
+            yield TaskResult(
+                task_id=task.task_id,
+                status="completed",
+                final=summary_answer(spec, finals),
+                **totals(results),
+            )
+
+    async def _run_phase(self, task, phase: PhaseSpec, goal, verify, queue, cancel) -> None:
+        """One phase's ReAct run; its events go to `queue` (as makers), then a _Done."""
+        expert = self.experts[phase.role]
+        result: TaskResult | None = None
+        snapshot = ""
+        try:
+            if phase.rollback_command == SNAPSHOT:
+                snapshot = await self._snapshots(task).take(phase.id)
+            engine = self.engine_for(phase.role, expert, verify)
+            sub = replace(
+                task,
+                goal=goal,
+                mode="plan_exec",
+                system_prompt=expert.system_prompt,
+                tools=None if expert.tools is None else tuple(sorted(expert.tools)),
+                model=expert.model or task.model,
+            )
+            async with aclosing(engine.run(sub, cancel=cancel)) as events:
+                async for item in events:
+                    if item.type == "task_started":
+                        data = {
+                            **_phase_data(phase),
+                            "model": item.data.get("model"),
+                            "tools": item.data.get("tools", []),
+                        }
+                        queue.put_nowait(_maker("phase_started", data))
+                    elif item.type == "task_finished":
+                        result = TaskResult.from_event(item)
+                    elif item.type == "error" and item.data.get("fatal"):
+                        continue  # the phase's failure is in phase_failed
+                    else:
+                        queue.put_nowait(_maker(item.type, {**item.data, "phase_id": phase.id}))
+        except SnapshotError as exc:
+            queue.put_nowait(_Done(phase.id, None, exc))
+            return
+        except Exception as exc:
+            log.exception("phase %s of task %s crashed", phase.id, task.task_id)
+            queue.put_nowait(_Done(phase.id, None, exc, snapshot))
+            return
+        queue.put_nowait(_Done(phase.id, result, snapshot=snapshot))
+
+    # ── failure: validation → rollback → checkpoint (seed 001 KTD8) ────────────────────────────
+    async def _roll_back(self, phase: PhaseSpec, result: TaskResult, snapshots, event):
+        rolled_back = False
+        if phase.validation_command:
+            check = await self.commands.run(phase.validation_command)
+            if check.passed:  # the workspace is still sound: nothing to undo
+                await self._save(phase.id, "failed", result, snapshots.get(phase.id, ""))
+                return
+        if phase.rollback_command:
+            data = {**_phase_data(phase), "command": phase.rollback_command}
+            if phase.validation_command:
+                data["validation"] = check.event_data()
+            yield event("phase_rollback_started", **data)
+            if phase.rollback_command == SNAPSHOT:
+                if phase.id in snapshots:
+                    outcome = await self._snapshots(None).restore(snapshots[phase.id])
+                else:
+                    outcome = None
+            else:
+                outcome = await self.commands.run(phase.rollback_command)
+            if outcome is not None and outcome.passed:
+                yield event(
+                    "phase_rollback_completed",
+                    **_phase_data(phase),
+                    **outcome.event_data(),
+                    snapshot_ref=snapshots.get(phase.id, ""),
+                )
+                rolled_back = True
+            else:
+                details = (
+                    outcome.event_data()
+                    if outcome
+                    else {"command": SNAPSHOT, "passed": False, "output": "no snapshot was taken"}
+                )
+                yield event(
+                    "phase_rollback_failed", **_phase_data(phase), **details, checkpoint_saved=False
+                )
+                return  # R21: a failed rollback never persists a checkpoint
+        status = "rolled_back" if rolled_back else "failed"
+        await self._save(phase.id, status, result, snapshots.get(phase.id, ""))
+
+    async def _save(self, phase_id: str, status: str, result: TaskResult, ref: str) -> None:
+        if self.checkpoints is None:
+            return
+        counters = {
+            "final": result.final,
+            "steps": result.steps,
+            "usage": result.usage.model_dump(mode="json"),
+            "cost": result.cost,
+            "phases": result.phases,
+        }
+        await self.checkpoints.save(PhaseCheckpoint(phase_id, status, counters, ref))
+
+    async def _fire_hook(self, result: TaskResult) -> None:
+        hook = {
+            "completed": self.hooks.on_task_complete,
+            "failed": self.hooks.on_task_failed,
+            "cancelled": self.hooks.on_task_cancelled,
+            "gave_up_after_reflections": self.hooks.on_task_failed,
+        }[result.status]
+        try:
+            await hook(result)
+        except Exception:  # a hook cannot change the outcome of the run
+            log.exception("%s raised for task %s", hook.__name__, result.task_id)
+
+
+def _maker(kind: str, data: dict[str, Any]) -> Callable[[Callable[..., Event]], Event]:
+    """A forwarded event, numbered when the orchestrator yields it (in the order it yields)."""
+    return lambda event: event(kind, **data)
+
+
+def _phase_data(phase: PhaseSpec) -> dict[str, Any]:
+    return {
+        "phase_id": phase.id,
+        "title": phase.title,
+        "role": phase.role,
+        "depends_on": list(phase.depends_on),
+    }
+
+
+def _result_data(result: TaskResult) -> dict[str, Any]:
+    data = {
+        "status": result.status,
+        "final": result.final,
+        "steps": result.steps,
+        "usage": result.usage.model_dump(mode="json"),
+        "cost": result.cost,
+    }
+    if result.error is not None:
+        data["error_struct"] = result.error.model_dump()
+    return data
+
+
+def _result_of(task: AgentTask, checkpoint: PhaseCheckpoint) -> TaskResult:
+    counters = checkpoint.counters
+    return TaskResult(
+        task_id=task.task_id,
+        status="completed",
+        final=str(counters.get("final", "")),
+        steps=int(counters.get("steps", 0)),
+        usage=UsageTotals.model_validate(counters.get("usage") or {}),
+        cost=float(counters.get("cost", 0.0)),
+    )
+
+
+def _crashed(task: AgentTask, crash: BaseException | None) -> TaskResult:
+    if isinstance(crash, SnapshotError):
+        error = phase_error("snapshot_failed", str(crash))
+    else:
+        error = fallback.engine_bug(crash or RuntimeError("the phase ended without a result"))
+    return TaskResult(task_id=task.task_id, status="failed", error=error)
