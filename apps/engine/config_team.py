@@ -7,7 +7,7 @@ extended by `experts:`; a team template names the experts its spec phases may be
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,13 +19,14 @@ class _Section(BaseModel):
 
 
 class ExpertConfig(_Section):
-    """One role of the team: its stable system prompt, the tools it may use (None = every tool)
-    and its model alias (None = llm.main)."""
+    """One role of the team: its stable system prompt, the tools it may use (None = every tool),
+    its model alias (None = llm.main), and the plan_exec phase its phased run starts in."""
 
     description: str = ""
     system_prompt: str = ""
     tools: list[str] | None = None
     model: str | None = None
+    start_phase: Literal["planning", "building", "verification", "delivery"] = "planning"
 
 
 DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
@@ -46,6 +47,7 @@ DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
             "exactly once, run the tests, and say what you changed and why."
         ),
         tools=["read_file", "run_tests", "search", "shell", "str_replace_editor", "think"],
+        start_phase="building",  # the plan is the planner's: straight to the work
     ),
     "reviewer": ExpertConfig(
         description="Reviews the team's changes and runs the checks; edits nothing.",
@@ -55,6 +57,7 @@ DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
             "what is missing. You do not edit."
         ),
         tools=["read_file", "run_tests", "search", "shell", "think"],
+        start_phase="verification",
     ),
 }
 

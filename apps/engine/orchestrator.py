@@ -36,6 +36,7 @@ from apps.engine.config import AgentkitConfig
 from apps.engine.config_team import ExpertConfig, team_experts, team_templates
 from apps.engine.events import ErrorStruct, Event, EventType
 from apps.engine.loop import ReActEngine
+from apps.engine.phases import PhasePolicy, PhaseState
 from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
 from apps.engine.rollback import GitSnapshots, RollbackExecutor, SnapshotError
 from apps.engine.spec import SNAPSHOT, PhaseSpec, SpecDraft
@@ -52,8 +53,9 @@ from apps.engine.team import (
 
 log = logging.getLogger(__name__)
 
-# (role, expert, verify) -> the engine for one phase's run, without hooks (the orchestrator's fire).
-EngineFactory = Callable[[str, ExpertConfig, bool], ReActEngine]
+# (expert, verify, phase policy) -> the engine for one phase's run, without hooks (the
+# orchestrator's fire); verify: the phase ends the spec (nothing depends on it).
+EngineFactory = Callable[[ExpertConfig, bool, PhasePolicy], ReActEngine]
 
 
 class TeamSetupError(Exception):
@@ -326,7 +328,11 @@ class TeamOrchestrator:
         try:
             if phase.rollback_command == SNAPSHOT:
                 snapshot = await self._snapshots(task).take(phase.id)
-            engine = self.engine_for(phase.role, expert, verify)
+            policy = replace(
+                PhasePolicy.from_config(self.config.plan_exec),
+                start_phase=PhaseState(expert.start_phase),
+            )
+            engine = self.engine_for(expert, verify, policy)
             sub = replace(
                 task,
                 goal=goal,

@@ -26,15 +26,18 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.orchestrator import TeamOrchestrator
 from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
+from apps.engine.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
+from apps.specs import team as team_specs
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.failure import (
@@ -181,8 +184,7 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     if task.mode not in ENGINE_MODES:
         raise RunAborted(
             "mode_not_available",
-            f"mode {task.mode!r} is not available yet; this version runs direct_chat, react and "
-            "plan_exec",
+            f"mode {task.mode!r} is not available; this version runs {', '.join(ENGINE_MODES)}",
             [
                 "Send the message again with @plan (phases, verification, reflection), @react "
                 "(tools) or @chat (a single answer)."
@@ -192,7 +194,7 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     return AgentTask(
         task_id=task.pk,
         goal=task.goal,
-        mode=task.mode,
+        mode="plan_exec" if task.mode == "team_collab" else task.mode,  # team: phased runs
         system_prompt=skill.system_prompt if skill else "",
         tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
         model=skill.model if skill else None,
@@ -246,6 +248,71 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     )
 
 
+def build_team(task: Task, config: AgentkitConfig, gateway: Gateway, spec_id: int):
+    """team_collab: the orchestrator, whose experts each get an engine like build_engine's
+    (tools rooted in the workspace; the verifier only for the phases that end the spec)."""
+    ctx = build_tool_context(task, config)
+    skill = config.skills.get(task.skill) if task.skill else None
+    spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
+    verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
+    enabled = config.verification_enabled("team_collab")
+
+    def engine_for(expert: Any, verify: bool, policy: Any) -> ReActEngine:
+        tools = ToolSet(
+            build_tools(ctx, available_tool_names()),
+            max_output_chars=config.react.tool_output_max_chars,
+        )
+        return ReActEngine(
+            gateway,
+            tools,
+            config,
+            verifier=verifier if verify and enabled else None,
+            phase_policy=policy,
+        )
+
+    return TeamOrchestrator(
+        engine_for,
+        config,
+        hooks=RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config)),
+        commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
+        checkpoints=team_specs.DatabaseCheckpoints(task_id=task.pk, spec_id=spec_id),
+    )
+
+
+async def _team_events(task: Task, config, gateway: Gateway, agent_task: AgentTask, token):
+    """team_collab: the task's confirmed spec run by the TeamOrchestrator (a resumed task skips
+    the phases its checkpoints hold); the spec's heartbeat tells a live run from a dead one."""
+    spec = await sync_to_async(team_specs.team_spec_for, thread_sensitive=False)(task.pk)
+    if spec is None:
+        raise RunAborted(
+            "spec_missing",
+            "this team_collab task has no confirmed spec to execute",
+            ["Send the message again with @team so a spec is planned and reviewed."],
+        )
+    mark = sync_to_async(team_specs.spec_mark, thread_sensitive=False)
+    await mark(spec_id=spec.spec_id, status="executing")
+    beat = asyncio.create_task(_heartbeat(spec.spec_id))
+    status = None
+    try:
+        orchestrator = build_team(task, config, gateway, spec.spec_id)
+        async with aclosing(orchestrator.run(agent_task, spec.draft, cancel=token)) as events:
+            async for event in events:
+                if event.type == "task_finished":
+                    status = event.data.get("status")
+                yield event
+    finally:
+        beat.cancel()
+        await mark(spec_id=spec.spec_id, status="done" if status == "completed" else "failed")
+
+
+async def _heartbeat(spec_id: int) -> None:
+    beat = sync_to_async(team_specs.spec_heartbeat, thread_sensitive=False)
+    while True:
+        await asyncio.sleep(team_specs.HEARTBEAT_SECONDS)
+        with contextlib.suppress(Exception):  # a missed beat only delays a resume
+            await beat(spec_id=spec_id)
+
+
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
     """Cancellation requested through the API or a socket (any process) reaches the engine here."""
     while not token.cancelled:
@@ -280,8 +347,11 @@ async def run_task(task_id: int) -> str:
                 agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
             )
         gateway = Gateway(config)
-        engine = build_engine(task, config, gateway)
-        async with aclosing(engine.run(agent_task, cancel=token)) as events:
+        if task.mode == "team_collab":
+            stream = _team_events(task, config, gateway, agent_task, token)
+        else:
+            stream = build_engine(task, config, gateway).run(agent_task, cancel=token)
+        async with aclosing(stream) as events:
             async for event in events:
                 await recorder.record(event.type, event.data, event.ts)
     except RunAborted as aborted:

@@ -8,6 +8,7 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+from apps.engine.config_team import DEFAULT_EXPERTS
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
 from apps.engine.orchestrator import TeamOrchestrator
@@ -109,7 +110,11 @@ def team(
     """(orchestrator, provider): experts on one scripted gateway; experts without tool lists so
     the test's tools are offered to every phase."""
     experts = {
-        name: {"system_prompt": f"You are the {name}.", "tools": None}
+        name: {
+            "system_prompt": f"You are the {name}.",
+            "tools": None,
+            "start_phase": DEFAULT_EXPERTS[name].start_phase,
+        }
         for name in ("planner", "coder", "reviewer")
     }
     # plan_exec's phase whitelists would refuse the test tools: every tool in every phase
@@ -119,8 +124,8 @@ def team(
     cfg = config(experts=experts, streaming={"flush_interval_ms": 0}, **sections)
     gateway = Gateway.for_script(turns, config=cfg, sleep=no_sleep)
 
-    def engine_for(role, expert, verify):
-        return ReActEngine(gateway, ToolSet(list(tools)), cfg)
+    def engine_for(expert, verify, policy):
+        return ReActEngine(gateway, ToolSet(list(tools)), cfg, phase_policy=policy)
 
     commands = None
     if root is not None:

@@ -174,6 +174,12 @@ async def test_each_completed_phase_is_checkpointed_with_its_counters():
         ("review", "completed"),
     ]
     assert store.saved[0].counters["final"] == "plan is done."
+    # each expert's phased run starts in its own plan_exec phase (config_team.py)
+    assert [c.counters["phases"]["phase"] for c in store.saved] == [
+        "planning",
+        "building",
+        "verification",
+    ]
     assert store.saved[0].counters["usage"]["llm_calls"] == 1
 
 
