@@ -7,5 +7,6 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("django-rq/", include("django_rq.urls")),
+    path("", include("apps.specs.urls")),
     path("", include("apps.tasks.urls")),
 ]

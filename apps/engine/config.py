@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from apps.engine.config_specs import PlannerConfig, SpecReviewConfig
 from apps.engine.config_team import (
     ExpertConfig,
     RollbackConfig,
@@ -437,6 +438,8 @@ class AgentkitConfig(Section):
     pitfalls: PitfallsConfig = PitfallsConfig()
     executor: ExecutorConfig = ExecutorConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    spec_review: SpecReviewConfig = SpecReviewConfig()  # config_specs.py
+    planner: PlannerConfig = PlannerConfig()
 
     # Where the file was read from; relative paths inside it (scripts) resolve against this.
     base_dir: Path = Field(default=Path("."), exclude=True)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 
 from apps.engine import fallback, phases, recovery, reflexion, verification_gate
@@ -62,6 +62,7 @@ from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolResult, ToolSet
 
 log = logging.getLogger(__name__)
+Prelude = Callable[[RunState, CancellationToken | None], AsyncIterator[Event]]
 
 
 class ReActEngine:
@@ -78,6 +79,7 @@ class ReActEngine:
         phase_policy: PhasePolicy | None = None,
         fallback: FallbackChainConfig | None = None,
         salvager: Salvager | None = None,
+        prelude: Prelude | None = None,
     ):
         self.model = model
         self.tools = tools or ToolSet()
@@ -93,6 +95,8 @@ class ReActEngine:
         # The failure chain of react runs (fallback.py); None: a failed attempt ends the run.
         self.fallback = fallback
         self.salvager = salvager
+        # Runs after task_started, before the first step: plan_exec's spec stage (spec_stage.py).
+        self.prelude = prelude
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None
@@ -126,6 +130,10 @@ class ReActEngine:
                             unavailable_tools=run.unavailable_tools,
                             max_steps=run.max_steps,
                         )
+                        if self.prelude is not None:
+                            async for event in self.prelude(run, cancel):
+                                yield event
+                            self._arm(run, cancel)  # the work's time budget starts now
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
                         self._arm(run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps
@@ -392,6 +400,7 @@ class ReActEngine:
             "cancelled": self.hooks.on_task_cancelled,
             # Gave up is a failure for whoever learns from outcomes (seed 000 KTD-8).
             "gave_up_after_reflections": self.hooks.on_task_failed,
+            "parked": self.hooks.on_task_parked,
         }[result.status]
         try:
             await hook(result)

@@ -31,14 +31,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apps.engine import fallback
-from apps.engine.cancellation import CancellationToken
+from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.config import AgentkitConfig
 from apps.engine.config_team import ExpertConfig, team_experts, team_templates
 from apps.engine.events import ErrorStruct, Event, EventType
+from apps.engine.flow import Cancelled, Finished
+from apps.engine.llm.types import Message
 from apps.engine.loop import ReActEngine
 from apps.engine.phases import PhasePolicy, PhaseState
 from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
-from apps.engine.rollback import GitSnapshots, RollbackExecutor, SnapshotError
+from apps.engine.rollback import CommandOutcome, GitSnapshots, RollbackExecutor, SnapshotError
+from apps.engine.run_state import RunState
 from apps.engine.spec import SNAPSHOT, PhaseSpec, SpecDraft
 from apps.engine.task import AgentTask, TaskResult, UsageTotals
 from apps.engine.team import (
@@ -49,6 +52,7 @@ from apps.engine.team import (
     setup_error,
     summary_answer,
     totals,
+    with_planning,
 )
 
 log = logging.getLogger(__name__)
@@ -84,6 +88,7 @@ class TeamOrchestrator:
         commands: RollbackExecutor | None = None,
         checkpoints: CheckpointStore | None = None,
         template: str | None = None,
+        stage: Any = None,
     ):
         self.engine_for = engine_for
         self.config = config or AgentkitConfig()
@@ -91,6 +96,10 @@ class TeamOrchestrator:
         self.commands = commands  # None: validation/rollback commands cannot run (refused)
         self.checkpoints = checkpoints
         self.template = template or self.config.team.template
+        # Planner + review gate (spec_stage.SpecStage) when run() gets no spec: its events come
+        # after task_started; it ends with the spec confirmed (then `stage.gate.latest()`) or
+        # raises Finished (parked, cancelled, failed).
+        self.stage = stage
         self.experts = team_experts(self.config.experts)
 
     async def execute(
@@ -104,8 +113,13 @@ class TeamOrchestrator:
 
     # ── the run ────────────────────────────────────────────────────────────────────────────────
     async def run(
-        self, task: AgentTask, spec: SpecDraft, *, cancel: CancellationToken | None = None
+        self,
+        task: AgentTask,
+        spec: SpecDraft | None = None,
+        *,
+        cancel: CancellationToken | None = None,
     ) -> AsyncIterator[Event]:
+        """Runs `spec`; without one, the stage (planner + review gate) gives it first."""
         seq = 0
 
         def event(kind: EventType, **data: Any) -> Event:
@@ -114,6 +128,7 @@ class TeamOrchestrator:
             return Event(type=kind, task_id=task.task_id, seq=seq, ts=datetime.now(UTC), data=data)
 
         result: TaskResult | None = None
+        planning: TaskResult | None = None  # the stage's model usage
         running: dict[str, asyncio.Task] = {}
         try:
             team = self._team_or_none()
@@ -124,21 +139,38 @@ class TeamOrchestrator:
                 goal=task.goal,
                 template=self.template,
                 experts=sorted(team or ()),
-                phases=[p.id for p in spec.phases],
+                phases=[p.id for p in spec.phases] if spec else [],
                 max_concurrency=self.config.team.max_concurrency,
             )
             try:
+                if team is None:
+                    self._check(spec, team)  # raises: unknown template, before any planning
+                if spec is None:
+                    stage = _StageRun(task, cancel)
+                    try:
+                        async for item in self.stage(stage.state, cancel):
+                            yield event(item.type, **item.data)
+                    finally:
+                        planning = stage.close()
+                    spec = (await self.stage.gate.latest()).draft
                 self._check(spec, team)
                 saved = await self._load_checkpoints()
+                for warning in self._snapshot_warnings(spec):
+                    yield event("error", step=0, fatal=False, error_struct=warning.model_dump())
             except TeamSetupError as bad:
                 result = TaskResult(task_id=task.task_id, status="failed", error=bad.error)
+            except Finished as end:  # the stage ended the run: parked, cancelled, failed
+                result = TaskResult(
+                    task_id=task.task_id, status=end.status, final=end.final, error=end.error
+                )
             if result is None:
                 async for item in self._schedule(task, spec, saved, running, event, cancel):
                     if isinstance(item, TaskResult):
                         result = item
                     else:
                         yield item
-            if result.status != "completed" and result.error is not None:
+            result = with_planning(result, planning)
+            if result.status not in ("completed", "parked") and result.error is not None:
                 yield event(
                     "error", step=result.steps, fatal=True, error_struct=result.error.model_dump()
                 )
@@ -173,7 +205,7 @@ class TeamOrchestrator:
         template = team_templates(self.config.team, self.config.experts).get(self.template)
         return None if template is None else list(template.experts)
 
-    def _check(self, spec: SpecDraft, team: list[str] | None) -> None:
+    def _check(self, spec: SpecDraft | None, team: list[str] | None) -> None:
         templates = team_templates(self.config.team, self.config.experts)
         if team is None:
             raise TeamSetupError(
@@ -185,7 +217,7 @@ class TeamOrchestrator:
                     "define it under team.templates.",
                 )
             )
-        for phase in spec.phases:
+        for phase in spec.phases if spec else ():
             if phase.role not in team or phase.role not in self.experts:
                 raise TeamSetupError(
                     setup_error(
@@ -206,16 +238,23 @@ class TeamOrchestrator:
                         "Run the task through the server (it provides the sandbox).",
                     )
                 )
-            if phase.rollback_command == SNAPSHOT and not self._snapshots(None).available():
-                raise TeamSetupError(
-                    setup_error(
-                        "snapshot_unavailable",
-                        f"phase {phase.id!r} rolls back with @snapshot, which needs a git "
-                        "repository at the workspace root, and this workspace is not one",
-                        "Run `git init` in the workspace (and commit), or give the phase a "
-                        "rollback command of its own.",
-                    )
-                )
+
+    def _snapshot_warnings(self, spec: SpecDraft) -> list[ErrorStruct]:
+        """@snapshot outside a git work tree cannot restore anything: said before any phase
+        runs (the phases still run; a rollback that is needed then fails, no checkpoint)."""
+        if self.commands is None or self._snapshots(None).available():
+            return []
+        return [
+            setup_error(
+                "snapshot_unavailable",
+                f"phase {phase.id!r} rolls back with @snapshot, which needs a git repository at "
+                "the workspace root; this workspace is not one, so its rollback would fail",
+                "Run `git init` in the workspace (and commit), or give the phase a rollback "
+                "command of its own.",
+            )
+            for phase in spec.phases
+            if phase.rollback_command == SNAPSHOT
+        ]
 
     def _snapshots(self, task: AgentTask | None) -> GitSnapshots:
         return GitSnapshots(self.commands, task.task_id if task else "check")
@@ -326,7 +365,7 @@ class TeamOrchestrator:
         result: TaskResult | None = None
         snapshot = ""
         try:
-            if phase.rollback_command == SNAPSHOT:
+            if phase.rollback_command == SNAPSHOT and self._snapshots(task).available():
                 snapshot = await self._snapshots(task).take(phase.id)
             policy = replace(
                 PhasePolicy.from_config(self.config.plan_exec),
@@ -378,14 +417,19 @@ class TeamOrchestrator:
             if phase.validation_command:
                 data["validation"] = check.event_data()
             yield event("phase_rollback_started", **data)
-            if phase.rollback_command == SNAPSHOT:
-                if phase.id in snapshots:
-                    outcome = await self._snapshots(None).restore(snapshots[phase.id])
-                else:
-                    outcome = None
-            else:
+            if phase.rollback_command != SNAPSHOT:
                 outcome = await self.commands.run(phase.rollback_command)
-            if outcome is not None and outcome.passed:
+            elif phase.id in snapshots:
+                outcome = await self._snapshots(None).restore(snapshots[phase.id])
+            else:
+                outcome = CommandOutcome(
+                    SNAPSHOT,
+                    False,
+                    -1,
+                    "no snapshot to restore: @snapshot needs a git repository at the workspace "
+                    "root, and this workspace is not one",
+                )
+            if outcome.passed:
                 yield event(
                     "phase_rollback_completed",
                     **_phase_data(phase),
@@ -394,13 +438,11 @@ class TeamOrchestrator:
                 )
                 rolled_back = True
             else:
-                details = (
-                    outcome.event_data()
-                    if outcome
-                    else {"command": SNAPSHOT, "passed": False, "output": "no snapshot was taken"}
-                )
                 yield event(
-                    "phase_rollback_failed", **_phase_data(phase), **details, checkpoint_saved=False
+                    "phase_rollback_failed",
+                    **_phase_data(phase),
+                    **outcome.event_data(),
+                    checkpoint_saved=False,
                 )
                 return  # R21: a failed rollback never persists a checkpoint
         status = "rolled_back" if rolled_back else "failed"
@@ -424,6 +466,7 @@ class TeamOrchestrator:
             "failed": self.hooks.on_task_failed,
             "cancelled": self.hooks.on_task_cancelled,
             "gave_up_after_reflections": self.hooks.on_task_failed,
+            "parked": self.hooks.on_task_parked,
         }[result.status]
         try:
             await hook(result)
@@ -476,3 +519,42 @@ def _crashed(task: AgentTask, crash: BaseException | None) -> TaskResult:
     else:
         error = fallback.engine_bug(crash or RuntimeError("the phase ended without a result"))
     return TaskResult(task_id=task.task_id, status="failed", error=error)
+
+
+@dataclass(frozen=True, slots=True)
+class _StageTask:
+    """What the spec stage reads of the run's task: the planner plans for team_collab."""
+
+    task_id: int | str
+    goal: str
+    pitfalls: str
+    model: str | None
+    mode: str = "team_collab"
+
+
+class _StageRun:
+    """The RunState the spec stage works on (its events, interrupter, usage), for one stage."""
+
+    def __init__(self, task: AgentTask, cancel: CancellationToken | None):
+        self.state = RunState(_StageTask(task.task_id, task.goal, task.pitfalls, task.model))
+        self.state.messages = [Message("user", task.goal)]
+        interrupter = self.state.interrupter = Interrupter()
+        self._unsubscribe = (
+            cancel.subscribe(
+                lambda reason: interrupter.interrupt(
+                    lambda: Cancelled(error=fallback.cancelled(reason))
+                )
+            )
+            if cancel is not None
+            else (lambda: None)
+        )
+
+    def close(self) -> TaskResult:
+        self._unsubscribe()
+        return TaskResult(
+            task_id=self.state.task.task_id,
+            status="completed",
+            steps=0,
+            usage=UsageTotals.of(self.state.usage, self.state.llm_calls),
+            cost=self.state.cost,
+        )

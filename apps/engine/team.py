@@ -102,3 +102,16 @@ def phases_failed(
         ],
         retryable=bool(first and first.retryable),
     )
+
+
+def with_planning(result: TaskResult, planning: TaskResult | None) -> TaskResult:
+    """The task's result with the planner's model usage added (the spec stage's calls)."""
+    if planning is None:
+        return result
+    usage = {
+        key: value + getattr(planning.usage, key)
+        for key, value in result.usage.model_dump().items()
+    }
+    return result.model_copy(
+        update={"usage": UsageTotals(**usage), "cost": result.cost + planning.cost}
+    )

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from apps.engine.ports import PhaseCheckpoint
 from apps.engine.spec import SpecDraft
-from apps.specs.models import Checkpoint, PhaseStatus, Spec, SpecPhase, SpecStatus
+from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
 HEARTBEAT_SECONDS = 2.0
 STALE_AFTER_SECONDS = 6.0
@@ -32,10 +32,11 @@ class TeamSpec:
 
 
 class DatabaseCheckpoints:
-    """ports.CheckpointStore for one task's spec; a saved phase also updates its SpecPhase."""
+    """ports.CheckpointStore of one task: its newest spec revision (the one it executes); a
+    saved phase also updates its SpecPhase."""
 
-    def __init__(self, *, task_id: int, spec_id: int):
-        self.task_id, self.spec_id = task_id, spec_id
+    def __init__(self, *, task_id: int):
+        self.task_id = task_id
 
     async def save(self, checkpoint: PhaseCheckpoint) -> None:
         await sync_to_async(self._save, thread_sensitive=False)(checkpoint)
@@ -43,22 +44,27 @@ class DatabaseCheckpoints:
     async def load(self) -> list[PhaseCheckpoint]:
         return await sync_to_async(self._load, thread_sensitive=False)()
 
+    def _spec_id(self) -> int | None:
+        spec = Spec.objects.filter(task_id=self.task_id).order_by("-revision").first()
+        return spec.pk if spec else None
+
     def _save(self, checkpoint: PhaseCheckpoint) -> None:
+        spec_id = self._spec_id()
         with transaction.atomic():
             Checkpoint.objects.create(
-                spec_id=self.spec_id,
+                spec_id=spec_id,
                 task_id=self.task_id,
                 phase_id=checkpoint.phase_id,
                 status=checkpoint.status,
                 counters=checkpoint.counters,
                 snapshot_ref=checkpoint.snapshot_ref,
             )
-            SpecPhase.objects.filter(spec_id=self.spec_id, phase_id=checkpoint.phase_id).update(
+            SpecPhase.objects.filter(spec_id=spec_id, phase_id=checkpoint.phase_id).update(
                 status=checkpoint.status
             )
 
     def _load(self) -> list[PhaseCheckpoint]:
-        rows = Checkpoint.objects.filter(spec_id=self.spec_id, task_id=self.task_id)
+        rows = Checkpoint.objects.filter(spec_id=self._spec_id(), task_id=self.task_id)
         return [
             PhaseCheckpoint(row.phase_id, row.status, row.counters, row.snapshot_ref)
             for row in rows.order_by("created_at", "id")
@@ -74,17 +80,11 @@ def team_spec_for(task_id: int) -> TeamSpec | None:
     return TeamSpec(spec.pk, SpecDraft.model_validate(spec.draft))
 
 
-def spec_mark(*, spec_id: int, status: str) -> None:
-    """Move the spec to executing / done / failed (also the heartbeat: updated_at)."""
-    Spec.objects.filter(pk=spec_id).update(status=status, updated_at=timezone.now())
-    if status == SpecStatus.EXECUTING:
-        SpecPhase.objects.filter(spec_id=spec_id, status=PhaseStatus.RUNNING).update(
-            status=PhaseStatus.PENDING
-        )
-
-
-def spec_heartbeat(*, spec_id: int) -> None:
-    Spec.objects.filter(pk=spec_id).update(updated_at=timezone.now())
+def spec_heartbeat(*, task_id: int) -> None:
+    """The run of the task's executing spec is alive (see team_task_interrupted)."""
+    Spec.objects.filter(task_id=task_id, status=SpecStatus.EXECUTING).update(
+        updated_at=timezone.now()
+    )
 
 
 def team_task_interrupted(task) -> bool:
@@ -128,5 +128,5 @@ def task_resume(*, task, force: bool = False) -> None:
             {"error_code": "task_alive"},
         )
     with transaction.atomic():
-        spec_heartbeat(spec_id=spec.spec_id)
+        Spec.objects.filter(pk=spec.spec_id).update(updated_at=timezone.now())  # claimed
         Task.objects.filter(pk=task.pk).update(cancel_requested_at=None)

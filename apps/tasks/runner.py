@@ -38,6 +38,8 @@ from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import team as team_specs
+from apps.specs.services import spec_finish_for_task
+from apps.specs.stage import close_open_reviews, spec_stage_for
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.failure import (
@@ -136,6 +138,7 @@ def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> N
         cost=result.cost,
         finished_at=timezone.now(),
     )
+    spec_finish_for_task(task_id=task_id, completed=result.ok)  # the executed spec: done/failed
 
 
 class RunnerHooks(TaskHooks):
@@ -165,6 +168,10 @@ class RunnerHooks(TaskHooks):
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
         await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
+
+    async def on_task_parked(self, result: TaskResult) -> None:
+        # Spec review timed out: the spec and task wait, parked; nothing to learn from yet.
+        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
 
 
 def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
@@ -235,8 +242,10 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     )
     skill = config.skills.get(task.skill) if task.skill else None
     spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
-    verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
+    spec_commands = list(dict.fromkeys(spec_commands))  # a confirmed spec adds its commands
+    verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
     hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
+    stage = spec_stage_for(task, config, gateway, commands=spec_commands)
     return ReActEngine(
         gateway,
         tools,
@@ -245,16 +254,19 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
         hooks=hooks,
         fallback=config.fallback_chain,  # main → Recovery → Emergency (fallback.py)
         salvager=salvager_for(ctx.root),
+        prelude=stage,  # plan_exec: planner + review gate first (apps/specs/stage.py)
     )
 
 
-def build_team(task: Task, config: AgentkitConfig, gateway: Gateway, spec_id: int):
-    """team_collab: the orchestrator, whose experts each get an engine like build_engine's
-    (tools rooted in the workspace; the verifier only for the phases that end the spec)."""
+def build_team(task: Task, config: AgentkitConfig, gateway: Gateway) -> TeamOrchestrator:
+    """team_collab: the spec stage (planner + review gate, as plan_exec's) and the orchestrator,
+    whose experts each get an engine like build_engine's (tools rooted in the workspace; the
+    verifier, with the confirmed spec's commands, only for the phases that end the spec)."""
     ctx = build_tool_context(task, config)
     skill = config.skills.get(task.skill) if task.skill else None
     spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
-    verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
+    spec_commands = list(dict.fromkeys(spec_commands))  # a confirmed spec adds its commands
+    verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
     enabled = config.verification_enabled("team_collab")
 
     def engine_for(expert: Any, verify: bool, policy: Any) -> ReActEngine:
@@ -275,42 +287,29 @@ def build_team(task: Task, config: AgentkitConfig, gateway: Gateway, spec_id: in
         config,
         hooks=RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config)),
         commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
-        checkpoints=team_specs.DatabaseCheckpoints(task_id=task.pk, spec_id=spec_id),
+        checkpoints=team_specs.DatabaseCheckpoints(task_id=task.pk),
+        stage=spec_stage_for(task, config, gateway, commands=spec_commands),
     )
 
 
-async def _team_events(task: Task, config, gateway: Gateway, agent_task: AgentTask, token):
-    """team_collab: the task's confirmed spec run by the TeamOrchestrator (a resumed task skips
-    the phases its checkpoints hold); the spec's heartbeat tells a live run from a dead one."""
-    spec = await sync_to_async(team_specs.team_spec_for, thread_sensitive=False)(task.pk)
-    if spec is None:
-        raise RunAborted(
-            "spec_missing",
-            "this team_collab task has no confirmed spec to execute",
-            ["Send the message again with @team so a spec is planned and reviewed."],
-        )
-    mark = sync_to_async(team_specs.spec_mark, thread_sensitive=False)
-    await mark(spec_id=spec.spec_id, status="executing")
-    beat = asyncio.create_task(_heartbeat(spec.spec_id))
-    status = None
+async def _team_events(orchestrator: TeamOrchestrator, agent_task: AgentTask, token):
+    """team_collab's events; meanwhile the executing spec's heartbeat tells a live run from one
+    whose process died (apps/specs/team.py)."""
+    beat = asyncio.create_task(_heartbeat(agent_task.task_id))
     try:
-        orchestrator = build_team(task, config, gateway, spec.spec_id)
-        async with aclosing(orchestrator.run(agent_task, spec.draft, cancel=token)) as events:
+        async with aclosing(orchestrator.run(agent_task, cancel=token)) as events:
             async for event in events:
-                if event.type == "task_finished":
-                    status = event.data.get("status")
                 yield event
     finally:
         beat.cancel()
-        await mark(spec_id=spec.spec_id, status="done" if status == "completed" else "failed")
 
 
-async def _heartbeat(spec_id: int) -> None:
+async def _heartbeat(task_id: int) -> None:
     beat = sync_to_async(team_specs.spec_heartbeat, thread_sensitive=False)
     while True:
-        await asyncio.sleep(team_specs.HEARTBEAT_SECONDS)
         with contextlib.suppress(Exception):  # a missed beat only delays a resume
-            await beat(spec_id=spec_id)
+            await beat(task_id=task_id)
+        await asyncio.sleep(team_specs.HEARTBEAT_SECONDS)
 
 
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
@@ -348,7 +347,7 @@ async def run_task(task_id: int) -> str:
             )
         gateway = Gateway(config)
         if task.mode == "team_collab":
-            stream = _team_events(task, config, gateway, agent_task, token)
+            stream = _team_events(build_team(task, config, gateway), agent_task, token)
         else:
             stream = build_engine(task, config, gateway).run(agent_task, cancel=token)
         async with aclosing(stream) as events:
@@ -356,6 +355,10 @@ async def run_task(task_id: int) -> str:
                 await recorder.record(event.type, event.data, event.ts)
     except RunAborted as aborted:
         await _abort(recorder, task, aborted.error_struct, started)
+    except asyncio.CancelledError:
+        if not recorder.finished:  # the review the run left open is resolved all the same
+            await close_open_reviews(recorder)
+        raise
     except Exception:
         log.exception("task %s crashed in the runner", task_id)
         if not recorder.finished:
@@ -385,6 +388,7 @@ async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, starte
     error_struct = scrub_struct(error_struct, recorder.paths, recorder.secrets)
     if recorder.seq == task.last_seq:  # nothing recorded yet in this run
         await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
+    await close_open_reviews(recorder)  # every review request gets its resolution
     await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})
     from apps.engine.events import ErrorStruct
 

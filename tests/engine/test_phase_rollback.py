@@ -210,10 +210,17 @@ async def test_snapshot_restores_the_tree_without_touching_branch_head_or_index(
     ]
 
 
-async def test_snapshot_in_a_workspace_without_git_is_refused_before_anything_runs(tmp_path):
-    orchestrator, provider = team(failing_after_write(), tools=[WriteFile(tmp_path)], root=tmp_path)
+async def test_snapshot_without_git_is_flagged_up_front_and_its_rollback_fails_clearly(tmp_path):
+    store = MemoryCheckpoints()
+    orchestrator, _ = team(
+        failing_after_write(), tools=[WriteFile(tmp_path)], root=tmp_path, checkpoints=store
+    )
     events = await run_team(orchestrator, spec(phase("build", rollback_command="@snapshot")))
-    error = events[-1].data["error"]
-    assert error["error_code"] == "snapshot_unavailable"
-    assert "git init" in error["suggestions"][0]
-    assert provider.requests == []
+    warning = of_type(events, "error")[0].data
+    assert warning["fatal"] is False
+    assert warning["error_struct"]["error_code"] == "snapshot_unavailable"
+    assert "git init" in warning["error_struct"]["suggestions"][0]
+    assert types(events).index("error") < types(events).index("phase_started")
+    failed = of_type(events, "phase_rollback_failed")[0].data
+    assert "needs a git repository" in failed["output"]
+    assert store.saved == []  # nothing restored: no checkpoint

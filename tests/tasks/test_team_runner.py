@@ -7,6 +7,8 @@ cannot resume."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 
 import pytest
@@ -134,12 +136,47 @@ async def test_resumed_team_task_skips_the_phases_its_checkpoints_hold(demo):
     assert row.usage["llm_calls"] == 4  # the checkpoint's call counts with the three new ones
 
 
-async def test_team_task_without_a_confirmed_spec_fails_clearly(demo):
-    user, workspace, _ = demo
+async def test_team_message_is_planned_reviewed_then_run_by_the_team(demo, client):
+    """team_collab = planner -> spec -> review gate -> TeamOrchestrator, in one run."""
+    user, workspace, root = demo
     task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="team_collab")
-    assert await run_task(task.pk) == "failed"
+    run = asyncio.create_task(run_task(task.pk))
+    deadline = time.monotonic() + 60
+    while not [e for e in await sync_to_async(events_of)(task) if e.type == "spec_review_request"]:
+        assert not run.done(), run.result()
+        assert time.monotonic() < deadline, "no spec_review_request"
+        await asyncio.sleep(0.1)
+    request = next(
+        e for e in await sync_to_async(events_of)(task) if e.type == "spec_review_request"
+    )
+    assert {p["role"] for p in request.data["spec"]["phases"]} == {"planner", "coder", "reviewer"}
+    await sync_to_async(client.force_login)(user)
+    reply = await sync_to_async(client.post)(
+        f"/api/specs/{request.data['spec_id']}/review",
+        data=json.dumps({"decision": "confirm"}),
+        content_type="application/json",
+    )
+    assert reply.status_code == 200, reply.content
+    assert await asyncio.wait_for(run, 120) == "completed"
+
     events = await sync_to_async(events_of)(task)
-    assert events[1].data["error_struct"]["error_code"] == "spec_missing"
+    kinds = [e.type for e in events]
+    assert kinds.count("task_started") == 1 and kinds.count("task_finished") == 1
+    assert kinds.index("spec_review_resolved") < kinds.index("phase_started")
+    assert [e.data["phase_id"] for e in events if e.type == "phase_completed"] == [
+        "analyse",
+        "fix",
+        "review",
+    ]
+    # the demo workspace is no git repository: the @snapshot rollback is flagged, not silent
+    warnings = [e.data["error_struct"]["error_code"] for e in events if e.type == "error"]
+    assert warnings == ["snapshot_unavailable"]
+    assert 'r"[^a-zA-Z0-9]+"' in (root / "textkit" / "slug.py").read_text()
+    spec = await sync_to_async(Spec.objects.get)(pk=request.data["spec_id"])
+    assert spec.status == "done"
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert row.status == "completed"
+    assert row.usage["llm_calls"] == 5  # the planner's call, then 1 + 2 + 1 by the experts
 
 
 def test_resume_is_refused_for_finished_live_and_non_team_tasks(demo, client):
