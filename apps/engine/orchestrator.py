@@ -31,43 +31,36 @@ from datetime import UTC, datetime
 from typing import Any
 
 from apps.engine import fallback
-from apps.engine.cancellation import CancellationToken, Interrupter
+from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.config_team import ExpertConfig, team_experts, team_templates
 from apps.engine.events import ErrorStruct, Event, EventType
-from apps.engine.flow import Cancelled, Finished
-from apps.engine.llm.types import Message
+from apps.engine.flow import Finished
 from apps.engine.loop import ReActEngine
 from apps.engine.phases import PhasePolicy, PhaseState
 from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
 from apps.engine.rollback import CommandOutcome, GitSnapshots, RollbackExecutor, SnapshotError
-from apps.engine.run_state import RunState
 from apps.engine.spec import SNAPSHOT, PhaseSpec, SpecDraft
-from apps.engine.task import AgentTask, TaskResult, UsageTotals
+from apps.engine.task import AgentTask, TaskResult
 from apps.engine.team import (
+    crashed_result,
     dependency_failed,
-    phase_error,
+    phase_data,
     phase_goal,
     phases_failed,
-    setup_error,
+    result_data,
+    result_of_checkpoint,
     summary_answer,
     totals,
     with_planning,
 )
+from apps.engine.team_setup import StageRun, TeamSetupError, check_team, snapshot_warnings
 
 log = logging.getLogger(__name__)
 
 # (expert, verify, phase policy) -> the engine for one phase's run, without hooks (the
 # orchestrator's fire); verify: the phase ends the spec (nothing depends on it).
 EngineFactory = Callable[[ExpertConfig, bool, PhasePolicy], ReActEngine]
-
-
-class TeamSetupError(Exception):
-    """The spec cannot run with this team (unknown template or role, @snapshot without git)."""
-
-    def __init__(self, error: ErrorStruct):
-        super().__init__(error.message)
-        self.error = error
 
 
 @dataclass(slots=True)
@@ -144,9 +137,9 @@ class TeamOrchestrator:
             )
             try:
                 if team is None:
-                    self._check(spec, team)  # raises: unknown template, before any planning
+                    self._check(None, team)  # raises: unknown template, before any planning
                 if spec is None:
-                    stage = _StageRun(task, cancel)
+                    stage = StageRun(task, cancel)
                     try:
                         async for item in self.stage(stage.state, cancel):
                             yield event(item.type, **item.data)
@@ -206,55 +199,19 @@ class TeamOrchestrator:
         return None if template is None else list(template.experts)
 
     def _check(self, spec: SpecDraft | None, team: list[str] | None) -> None:
-        templates = team_templates(self.config.team, self.config.experts)
-        if team is None:
-            raise TeamSetupError(
-                setup_error(
-                    "unknown_team_template",
-                    f"unknown team template {self.template!r}; known templates: "
-                    f"{', '.join(sorted(templates))}",
-                    "Choose one of the known templates (team.template in agentkit.yaml), or "
-                    "define it under team.templates.",
-                )
-            )
-        for phase in spec.phases if spec else ():
-            if phase.role not in team or phase.role not in self.experts:
-                raise TeamSetupError(
-                    setup_error(
-                        "unknown_expert",
-                        f"phase {phase.id!r} is given to {phase.role!r}, which team template "
-                        f"{self.template!r} does not have; its experts: {', '.join(sorted(team))}",
-                        "Give the phase to one of these experts, or add the role under experts "
-                        "and to the template in agentkit.yaml.",
-                    )
-                )
-            uses_commands = phase.validation_command or phase.rollback_command
-            if uses_commands and self.commands is None:
-                raise TeamSetupError(
-                    setup_error(
-                        "rollback_unavailable",
-                        f"phase {phase.id!r} declares validation/rollback commands, but this run "
-                        "has no sandbox to run them in",
-                        "Run the task through the server (it provides the sandbox).",
-                    )
-                )
+        check_team(
+            spec,
+            team,
+            template=self.template,
+            templates=list(team_templates(self.config.team, self.config.experts)),
+            experts=list(self.experts),
+            can_run_commands=self.commands is not None,
+        )
 
     def _snapshot_warnings(self, spec: SpecDraft) -> list[ErrorStruct]:
-        """@snapshot outside a git work tree cannot restore anything: said before any phase
-        runs (the phases still run; a rollback that is needed then fails, no checkpoint)."""
         if self.commands is None or self._snapshots(None).available():
             return []
-        return [
-            setup_error(
-                "snapshot_unavailable",
-                f"phase {phase.id!r} rolls back with @snapshot, which needs a git repository at "
-                "the workspace root; this workspace is not one, so its rollback would fail",
-                "Run `git init` in the workspace (and commit), or give the phase a rollback "
-                "command of its own.",
-            )
-            for phase in spec.phases
-            if phase.rollback_command == SNAPSHOT
-        ]
+        return snapshot_warnings(spec)
 
     def _snapshots(self, task: AgentTask | None) -> GitSnapshots:
         return GitSnapshots(self.commands, task.task_id if task else "check")
@@ -276,10 +233,10 @@ class TeamOrchestrator:
             if done is not None and done.status == "completed":
                 status[phase.id] = "completed"
                 finals[phase.id] = str(done.counters.get("final", ""))
-                results[phase.id] = _result_of(task, done)
+                results[phase.id] = result_of_checkpoint(task, done)
                 yield event(
                     "phase_completed",
-                    **_phase_data(phase),
+                    **phase_data(phase),
                     resumed=True,
                     status="completed",
                     steps=results[phase.id].steps,
@@ -309,24 +266,24 @@ class TeamOrchestrator:
             if item.snapshot:
                 snapshots[item.phase_id] = item.snapshot
             phase = spec.phase(item.phase_id)
-            result = item.result or _crashed(task, item.crash)
+            result = item.result or crashed_result(task, item.crash)
             results[phase.id] = result
             if result.status == "completed":
                 status[phase.id] = "completed"
                 finals[phase.id] = result.final
-                yield event("phase_completed", **_phase_data(phase), **_result_data(result))
+                yield event("phase_completed", **phase_data(phase), **result_data(result))
                 await self._save(phase.id, "completed", result, snapshots.get(phase.id, ""))
                 continue
             if result.status == "cancelled":
                 cancelled = True
             status[phase.id] = "failed"
-            yield event("phase_failed", **_phase_data(phase), **_result_data(result))
+            yield event("phase_failed", **phase_data(phase), **result_data(result))
             for dependent in spec.dependents_of(phase.id):
                 if status[dependent] == "pending":
                     status[dependent] = "failed"
                     yield event(
                         "phase_failed",
-                        **_phase_data(spec.phase(dependent)),
+                        **phase_data(spec.phase(dependent)),
                         status="skipped",
                         failed_dependency=phase.id,
                         error_struct=dependency_failed(dependent, phase.id).model_dump(),
@@ -384,7 +341,7 @@ class TeamOrchestrator:
                 async for item in events:
                     if item.type == "task_started":
                         data = {
-                            **_phase_data(phase),
+                            **phase_data(phase),
                             "model": item.data.get("model"),
                             "tools": item.data.get("tools", []),
                         }
@@ -413,7 +370,7 @@ class TeamOrchestrator:
                 await self._save(phase.id, "failed", result, snapshots.get(phase.id, ""))
                 return
         if phase.rollback_command:
-            data = {**_phase_data(phase), "command": phase.rollback_command}
+            data = {**phase_data(phase), "command": phase.rollback_command}
             if phase.validation_command:
                 data["validation"] = check.event_data()
             yield event("phase_rollback_started", **data)
@@ -432,7 +389,7 @@ class TeamOrchestrator:
             if outcome.passed:
                 yield event(
                     "phase_rollback_completed",
-                    **_phase_data(phase),
+                    **phase_data(phase),
                     **outcome.event_data(),
                     snapshot_ref=snapshots.get(phase.id, ""),
                 )
@@ -440,7 +397,7 @@ class TeamOrchestrator:
             else:
                 yield event(
                     "phase_rollback_failed",
-                    **_phase_data(phase),
+                    **phase_data(phase),
                     **outcome.event_data(),
                     checkpoint_saved=False,
                 )
@@ -477,84 +434,3 @@ class TeamOrchestrator:
 def _maker(kind: str, data: dict[str, Any]) -> Callable[[Callable[..., Event]], Event]:
     """A forwarded event, numbered when the orchestrator yields it (in the order it yields)."""
     return lambda event: event(kind, **data)
-
-
-def _phase_data(phase: PhaseSpec) -> dict[str, Any]:
-    return {
-        "phase_id": phase.id,
-        "title": phase.title,
-        "role": phase.role,
-        "depends_on": list(phase.depends_on),
-    }
-
-
-def _result_data(result: TaskResult) -> dict[str, Any]:
-    data = {
-        "status": result.status,
-        "final": result.final,
-        "steps": result.steps,
-        "usage": result.usage.model_dump(mode="json"),
-        "cost": result.cost,
-    }
-    if result.error is not None:
-        data["error_struct"] = result.error.model_dump()
-    return data
-
-
-def _result_of(task: AgentTask, checkpoint: PhaseCheckpoint) -> TaskResult:
-    counters = checkpoint.counters
-    return TaskResult(
-        task_id=task.task_id,
-        status="completed",
-        final=str(counters.get("final", "")),
-        steps=int(counters.get("steps", 0)),
-        usage=UsageTotals.model_validate(counters.get("usage") or {}),
-        cost=float(counters.get("cost", 0.0)),
-    )
-
-
-def _crashed(task: AgentTask, crash: BaseException | None) -> TaskResult:
-    if isinstance(crash, SnapshotError):
-        error = phase_error("snapshot_failed", str(crash))
-    else:
-        error = fallback.engine_bug(crash or RuntimeError("the phase ended without a result"))
-    return TaskResult(task_id=task.task_id, status="failed", error=error)
-
-
-@dataclass(frozen=True, slots=True)
-class _StageTask:
-    """What the spec stage reads of the run's task: the planner plans for team_collab."""
-
-    task_id: int | str
-    goal: str
-    pitfalls: str
-    model: str | None
-    mode: str = "team_collab"
-
-
-class _StageRun:
-    """The RunState the spec stage works on (its events, interrupter, usage), for one stage."""
-
-    def __init__(self, task: AgentTask, cancel: CancellationToken | None):
-        self.state = RunState(_StageTask(task.task_id, task.goal, task.pitfalls, task.model))
-        self.state.messages = [Message("user", task.goal)]
-        interrupter = self.state.interrupter = Interrupter()
-        self._unsubscribe = (
-            cancel.subscribe(
-                lambda reason: interrupter.interrupt(
-                    lambda: Cancelled(error=fallback.cancelled(reason))
-                )
-            )
-            if cancel is not None
-            else (lambda: None)
-        )
-
-    def close(self) -> TaskResult:
-        self._unsubscribe()
-        return TaskResult(
-            task_id=self.state.task.task_id,
-            status="completed",
-            steps=0,
-            usage=UsageTotals.of(self.state.usage, self.state.llm_calls),
-            cost=self.state.cost,
-        )

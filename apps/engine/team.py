@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.engine import fallback
 from apps.engine.events import ErrorStruct
+from apps.engine.ports import PhaseCheckpoint
+from apps.engine.rollback import SnapshotError
 from apps.engine.spec import PhaseSpec, SpecDraft
-from apps.engine.task import TaskResult, UsageTotals
+from apps.engine.task import AgentTask, TaskResult, UsageTotals
 
 RESULT_MAX_CHARS = 4000
 
@@ -115,3 +118,45 @@ def with_planning(result: TaskResult, planning: TaskResult | None) -> TaskResult
     return result.model_copy(
         update={"usage": UsageTotals(**usage), "cost": result.cost + planning.cost}
     )
+
+
+def phase_data(phase: PhaseSpec) -> dict[str, Any]:
+    return {
+        "phase_id": phase.id,
+        "title": phase.title,
+        "role": phase.role,
+        "depends_on": list(phase.depends_on),
+    }
+
+
+def result_data(result: TaskResult) -> dict[str, Any]:
+    data = {
+        "status": result.status,
+        "final": result.final,
+        "steps": result.steps,
+        "usage": result.usage.model_dump(mode="json"),
+        "cost": result.cost,
+    }
+    if result.error is not None:
+        data["error_struct"] = result.error.model_dump()
+    return data
+
+
+def result_of_checkpoint(task: AgentTask, checkpoint: PhaseCheckpoint) -> TaskResult:
+    counters = checkpoint.counters
+    return TaskResult(
+        task_id=task.task_id,
+        status="completed",
+        final=str(counters.get("final", "")),
+        steps=int(counters.get("steps", 0)),
+        usage=UsageTotals.model_validate(counters.get("usage") or {}),
+        cost=float(counters.get("cost", 0.0)),
+    )
+
+
+def crashed_result(task: AgentTask, crash: BaseException | None) -> TaskResult:
+    if isinstance(crash, SnapshotError):
+        error = phase_error("snapshot_failed", str(crash))
+    else:
+        error = fallback.engine_bug(crash or RuntimeError("the phase ended without a result"))
+    return TaskResult(task_id=task.task_id, status="failed", error=error)

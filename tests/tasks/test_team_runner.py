@@ -20,6 +20,7 @@ from apps.engine.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase
 from apps.tasks.models import Task
 from apps.tasks.runner import run_task
+from tests.support import ROOT
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
 
@@ -221,3 +222,21 @@ def test_an_interrupted_team_task_is_resumed_through_the_api_and_completes(demo,
         time.sleep(0.2)
     assert Task.objects.get(pk=task.pk).status == "completed"
     assert client.get(f"/api/tasks/{task.pk}").json()["resumable"] is False
+
+
+async def test_team_spec_review_timeout_parks_the_task_and_runs_no_phase(demo, config_file):
+    user, workspace, root = demo
+    shipped = (ROOT / "agentkit.yaml").read_text()
+    parked_soon = shipped.replace("timeout_seconds: 1800 ", "timeout_seconds: 0.5  ")
+    assert parked_soon != shipped
+    config_file(parked_soon)
+    task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="team_collab")
+    assert await run_task(task.pk) == "parked"
+    events = await sync_to_async(events_of)(task)
+    kinds = [e.type for e in events]
+    assert kinds.count("task_started") == 1 and kinds[-1] == "task_finished"
+    assert events[-1].data["status"] == "parked"
+    resolved = [e.data["decision"] for e in events if e.type == "spec_review_resolved"]
+    assert resolved == ["timed_out"]
+    assert "phase_started" not in kinds and "error" not in kinds
+    assert 'r"[^a-zA-Z0-9]"' in (root / "textkit" / "slug.py").read_text()
