@@ -1,7 +1,7 @@
-"""team_collab in a real browser: a team task whose process died mid-run (its spec executing,
-its heartbeat stale, phase 1 checkpointed) shows the team board and a Resume button; Resume
-runs the remaining phases from the checkpoint on the demo workspace with the offline scripted
-model, and the page ends completed with every phase done and phase 1 not run again."""
+"""team_collab in a real browser, on the demo workspace with the offline scripted model:
+`@team ...` is planned and run by the team (board of phases, each done); a team task whose
+process died mid-run (its spec executing, its heartbeat stale, phase 1 checkpointed) shows a
+Resume button that runs the remaining phases from the checkpoint, phase 1 not run again."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import agentkit_server
+from tests.support import ROOT, agentkit_server, without_spec_review
 
 pytestmark = pytest.mark.e2e
 
@@ -52,6 +52,33 @@ print(task.pk)
 def demo_server(tmp_path):
     with agentkit_server(tmp_path) as server:
         yield server
+
+
+@pytest.fixture
+def no_review_server(tmp_path):
+    config = tmp_path / "agentkit.yaml"
+    config.write_text(without_spec_review((ROOT / "agentkit.yaml").read_text()))
+    with agentkit_server(tmp_path, AGENTKIT_CONFIG=str(config)) as server:
+        yield server
+
+
+def test_a_team_message_is_run_by_the_team_phase_by_phase(page: Page, no_review_server):
+    log_in(page, no_review_server)
+    page.locator("#message").fill("@team fix the failing test in tests/test_slug.py")
+    page.get_by_role("button", name="Send").click()
+    task = page.locator("article.task").last
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task.locator(".task-title")).to_contain_text("team_collab")
+    board = task.locator("[data-role=team-board]")
+    for phase in ("analyse", "fix", "review"):
+        expect(board.locator(f"li[data-phase-id={phase}]")).to_have_attribute(
+            "data-state", "completed"
+        )
+    expect(task).to_contain_text(
+        "Phase fix (Make every run of non-alphanumeric characters one separator)"
+    )
+    expect(task.locator(".verify-card.ok")).to_have_count(1)
+    expect(task).to_contain_text("snapshot_unavailable")  # the demo is no git repository
 
 
 def test_an_interrupted_team_task_resumes_from_the_page_and_completes(page: Page, demo_server):
