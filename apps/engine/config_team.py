@@ -22,7 +22,6 @@ class ExpertConfig(_Section):
     """One role of the team: its stable system prompt, the tools it may use (None = every tool),
     its model alias (None = llm.main), and the plan_exec phase its phased run starts in."""
 
-    description: str = ""
     system_prompt: str = ""
     tools: list[str] | None = None
     model: str | None = None
@@ -31,7 +30,6 @@ class ExpertConfig(_Section):
 
 DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
     "planner": ExpertConfig(
-        description="Reads the code and writes down how the work should be done; edits nothing.",
         system_prompt=(
             "You are the planner of a small engineering team. Read only what you need (read_file "
             "with a symbol, search), then write a short, concrete plan for the phases that follow: "
@@ -40,7 +38,6 @@ DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
         tools=["read_file", "search", "think"],
     ),
     "coder": ExpertConfig(
-        description="Changes the code of the workspace and runs the tests.",
         system_prompt=(
             "You are the coder of a small engineering team. Do exactly the phase you are given: "
             "read what you need, change code with str_replace_editor using anchors that match "
@@ -50,7 +47,6 @@ DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
         start_phase="building",  # the plan is the planner's: straight to the work
     ),
     "reviewer": ExpertConfig(
-        description="Reviews the team's changes and runs the checks; edits nothing.",
         system_prompt=(
             "You are the reviewer of a small engineering team. Read the changes the earlier phases "
             "made (git diff, read_file), run the tests, and report what is right, what is wrong and "
@@ -63,7 +59,6 @@ DEFAULT_EXPERTS: dict[str, ExpertConfig] = {
 
 
 class TeamTemplate(_Section):
-    description: str = ""
     experts: list[str] = Field(min_length=1)  # the roles spec phases may be given to
 
 
@@ -87,7 +82,5 @@ def team_experts(experts: dict[str, ExpertConfig]) -> dict[str, ExpertConfig]:
 
 def team_templates(team: TeamConfig, experts: dict[str, ExpertConfig]) -> dict[str, TeamTemplate]:
     """The named templates; `default` (every expert) unless agentkit.yaml defines its own."""
-    default = TeamTemplate(
-        description="Every configured expert.", experts=sorted(team_experts(experts))
-    )
+    default = TeamTemplate(experts=sorted(team_experts(experts)))
     return {DEFAULT_TEMPLATE: default, **team.templates}
