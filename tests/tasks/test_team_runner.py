@@ -240,3 +240,39 @@ async def test_team_spec_review_timeout_parks_the_task_and_runs_no_phase(demo, c
     assert resolved == ["timed_out"]
     assert "phase_started" not in kinds and "error" not in kinds
     assert 'r"[^a-zA-Z0-9]"' in (root / "textkit" / "slug.py").read_text()
+
+
+async def test_a_failed_phase_rolls_back_in_the_sandbox_and_no_internal_path_reaches_events(
+    demo, config_file
+):
+    user, workspace, root = demo
+    (root.parent / "broken.yaml").write_text("- {match: 'Your phase', fail: auth, repeat: true}\n")
+    config_file(
+        """
+        models:
+          main: {provider: scripted, script: broken.yaml}
+        rollback: {timeout_seconds: 30}
+        """
+    )
+    draft = SpecDraft.model_validate(
+        {
+            "goal": GOAL,
+            "phases": [
+                {
+                    "id": "fix",
+                    "title": "Fix slugify",
+                    "validation_command": "false",
+                    "rollback_command": "pwd; id -u; exit 3",
+                }
+            ],
+        }
+    )
+    task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="team_collab")
+    await sync_to_async(make_spec)(task, draft)
+    assert await run_task(task.pk) == "failed"
+    events = await sync_to_async(events_of)(task)
+    failed = next(e.data for e in events if e.type == "phase_rollback_failed")
+    assert failed["exit_code"] == 3 and failed["checkpoint_saved"] is False
+    assert "<path>" in failed["output"] and "1000" in failed["output"]  # the sandbox's user
+    assert all(str(root) not in json.dumps(e.data) for e in events)
+    assert not await sync_to_async(Checkpoint.objects.filter(task=task).exists)()
