@@ -1,5 +1,9 @@
 """TeamOrchestrator: team_collab runs a confirmed spec (spec.py) with a team of experts.
 
+Given no spec, run() first runs the spec stage (planner + review gate, spec_stage.py, the same as
+plan_exec's) after its `task_started`: the confirmed spec is then executed; a review that timed
+out ends the task parked, nothing run.
+
 Each spec phase is one phased ReAct run (`ReActEngine.run()`, mode plan_exec: the only agent loop)
 by the expert its `role` names — the expert's system prompt, tools and model (config_team.py) —
 in the shared workspace. Phases run in dependency order; those whose dependencies are done run at
