@@ -20,12 +20,10 @@ port: the run still ends with an `error` event, `task_finished` and its hook, th
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
 consumer that stops reading included — can skip it.
 
-The state of a run is a RunState (run_state.py); the engine keeps none, so runs may overlap.
-Helpers with their own module: streaming.py (delta batching), loop_detection.py, prompt.py,
-cancellation.py (cancel token, wall-time limit), compressor.py (compress_run, before a model
-call), verification_gate.py (the final-answer gate: verify, re-inject, reflect, give up),
-reflexion.py (its texts and checks), phases.py, fallback.py (error structs, Emergency rules),
-recovery.py (when to retry, start_attempt, emergency).
+A `prelude` (plan_exec's spec stage, spec_stage.py: plan, review) runs after task_started.
+State: RunState (run_state.py); the engine keeps none. Helpers: streaming.py, loop_detection.py,
+prompt.py, cancellation.py, compressor.py, verification_gate.py (verify, re-inject, reflect, give
+up), reflexion.py, phases.py, fallback.py (error structs, Emergency), recovery.py.
 """
 
 from __future__ import annotations
@@ -95,8 +93,7 @@ class ReActEngine:
         # The failure chain of react runs (fallback.py); None: a failed attempt ends the run.
         self.fallback = fallback
         self.salvager = salvager
-        # Runs after task_started, before the first step: plan_exec's spec stage (spec_stage.py).
-        self.prelude = prelude
+        self.prelude = prelude  # after task_started, before step 1 (plan_exec: spec_stage.py)
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None

@@ -94,8 +94,8 @@ class TeamOrchestrator:
         self.checkpoints = checkpoints
         self.template = template or self.config.team.template
         # Planner + review gate (spec_stage.SpecStage) when run() gets no spec: its events come
-        # after task_started; it ends with the spec confirmed (then `stage.gate.latest()`) or
-        # raises Finished (parked, cancelled, failed).
+        # after task_started; it ends with the spec confirmed (`stage.confirmed`) or raises
+        # Finished (parked, cancelled, failed).
         self.stage = stage
         self.experts = team_experts(self.config.experts)
 
@@ -149,7 +149,7 @@ class TeamOrchestrator:
                             yield event(item.type, **item.data)
                     finally:
                         planning = stage.close()
-                    spec = (await self.stage.gate.latest()).draft
+                    spec = self.stage.confirmed.draft
                 self._check(spec, team)
                 saved = await self._load_checkpoints()
                 for warning in self._snapshot_warnings(spec):

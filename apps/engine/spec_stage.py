@@ -16,6 +16,12 @@ run's one `finally`.
 - A continuation run (a parked spec confirmed or rejected later) starts from the stored spec:
   confirmed → straight to execution, no replanning; rejected → the next revision.
 - `spec_review.enabled: false`: the first draft is confirmed without a review.
+
+`run` is the engine's RunState; another caller (team_collab's orchestrator) may pass any object
+with the same few attributes: task (goal, mode, pitfalls), interrupter (cancel + wall time for
+the planner call), usage/cost/llm_calls (the planner's are added), event(type, **data) and
+messages (the last one is the goal; the confirmed spec is appended to it). After the stage,
+`stage.confirmed` is the StoredSpec being executed.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ class SpecStage:
         self.gate = gate
         self.config = config or SpecReviewConfig()
         self.on_confirmed = on_confirmed
+        self.confirmed: StoredSpec | None = None
 
     async def __call__(self, run: Any, cancel: CancellationToken | None) -> AsyncIterator[Event]:
         """Yields the stage's events; returns with the spec confirmed and given to the model,
@@ -71,8 +78,11 @@ class SpecStage:
             if decision.decision == "timed_out":
                 await self.gate.set_status(spec.spec_id, "parked")
                 raise Parked(final=f"spec revision {spec.revision} is parked awaiting review")
+            if decision.decision == "cancelled":  # resolved so before this run waited on it
+                raise Cancelled(error=cancelled_error("the spec review was cancelled"))
             spec = await self.gate.latest()  # confirmed, or rejected with its feedback
         await self.gate.set_status(spec.spec_id, "executing")
+        self.confirmed = spec
         self._give_to_model(run, spec)
 
     async def _plan(self, run: Any, rejected: StoredSpec | None) -> StoredSpec:

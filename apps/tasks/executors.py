@@ -35,17 +35,22 @@ def task_submit(*, task_id: int) -> None:
                 "set it, or use executor.kind: inline",
                 {"error_code": "executor_unavailable"},
             )
-        transaction.on_commit(lambda: _enqueue_rq(task_id, config.executor.queue))
+        # The job may wait for a spec review before its work: the queue's limit plus that wait.
+        wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
+        transaction.on_commit(lambda: _enqueue_rq(task_id, config.executor.queue, wait))
     else:
         transaction.on_commit(lambda: _start_inline(task_id))
 
 
-def _enqueue_rq(task_id: int, queue_name: str) -> None:
+def _enqueue_rq(task_id: int, queue_name: str, review_wait: float = 0) -> None:
     import django_rq
 
     from apps.tasks.jobs import run_task_job
 
-    django_rq.get_queue(queue_name).enqueue(run_task_job, task_id, job_id=f"task-{task_id}")
+    limit = settings.RQ_QUEUES.get(queue_name, {}).get("DEFAULT_TIMEOUT", 3600)
+    django_rq.get_queue(queue_name).enqueue(
+        run_task_job, task_id, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
+    )
 
 
 def _serving_loop() -> asyncio.AbstractEventLoop | None:

@@ -87,3 +87,23 @@ async def test_the_demo_script_plans_plan_and_team_goals_and_their_revisions():
     assert team.phase("fix").rollback_command == "@snapshot"
     other = (await Planner(gateway).draft("hello there")).draft
     assert "offline" in other.summary
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_the_planner_over_http_re_asks_with_the_errors_and_accepts_the_fix(provider):
+    from apps.engine.config import parse_config
+    from tests.engine.helpers import no_sleep
+    from tests.fakes.llm_server import FakeLLMServer
+
+    script = [
+        {"match": "^Plan this task", "text": json.dumps(CYCLE)},
+        {"match": "That spec is invalid", "text": json.dumps(VALID)},
+    ]
+    with FakeLLMServer(script) as server:
+        cfg = parse_config({"models": {"main": server.model_entry(provider)}})
+        async with Gateway(cfg, sleep=no_sleep) as gateway:
+            result = await Planner(gateway).draft("add a CLI")
+        bodies = [r.body for r in server.requests]
+    assert result.attempts == 2 and result.draft.phase("build").depends_on == ["design"]
+    assert len(bodies) == 2 and "depends on itself" in json.dumps(bodies[1])
+    assert "tools" not in bodies[0] or not bodies[0]["tools"]  # no tools: a JSON reply

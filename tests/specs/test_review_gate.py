@@ -183,3 +183,59 @@ async def test_a_planner_that_never_gives_a_valid_spec_fails_the_task_with_inval
     all_kinds = await sync_to_async(kinds)(task.pk)
     assert "spec_review_request" not in all_kinds and all_kinds[-2:] == ["error", "task_finished"]
     assert await sync_to_async(specs_of)(task.pk) == []
+
+
+async def test_a_parked_task_can_be_cancelled_and_then_no_longer_resumed(workspace, spec_config):
+    from apps.specs.selectors import specs_for_user
+
+    user, ws, _ = workspace
+    spec_config([PLANNER, WORKER], review={"timeout_seconds": 0.3})
+    task = await sync_to_async(new_task)(user, ws)
+    assert await run_task(task.pk) == "parked"
+    parked = await sync_to_async(specs_for_user)(user=user, status="parked")
+    assert [s.task_id for s in parked] == [task.pk]
+
+    assert await sync_to_async(task_request_cancel)(task=await sync_to_async(task_row)(task.pk))
+    assert (await sync_to_async(task_row)(task.pk)).status == "cancelled"
+    assert await sync_to_async(specs_for_user)(user=user, status="parked") == []
+    [spec] = await sync_to_async(specs_of)(task.pk)
+    with pytest.raises(Exception, match="already resolved"):
+        await reply(user, f"{spec.pk}:spec_review", "confirm")
+
+
+async def test_the_planner_is_shown_the_pitfalls_retrieved_for_the_goal(workspace, spec_config):
+    from apps.evolution.models import Pitfall
+
+    user, ws, _ = workspace
+    await sync_to_async(Pitfall.objects.create)(
+        workspace=ws,
+        trigger="release note forgotten date",
+        advice="put the release date in the note",
+        category="verification_failure",
+        severity="high",
+        status="active",
+        confidence=0.8,
+    )
+    # The only planner reply answers a request that carries the pitfall: without it, no spec.
+    seen = {**PLANNER, "match": "(?s)^Plan this task.*Pitfalls seen before.*release date"}
+    spec_config([seen, WORKER], review={"enabled": False})
+    task = await sync_to_async(new_task)(user, ws, goal="write the release note with its date")
+    assert await asyncio.wait_for(run_task(task.pk), 60) == "completed"
+
+
+async def test_a_run_stopped_outright_while_waiting_still_resolves_its_review(
+    workspace, spec_config
+):
+    user, ws, _ = workspace
+    spec_config([PLANNER, WORKER])
+    task = await sync_to_async(new_task)(user, ws)
+    running = asyncio.create_task(run_task(task.pk))
+    review = await wait_until(pending_review(task.pk))
+
+    running.cancel()  # e.g. the serving process shuts down mid-wait
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert [r["decision"] for r in await sync_to_async(resolved)(task.pk)] == ["cancelled"]
+    await sync_to_async(review.refresh_from_db)()
+    assert review.decision == "cancelled"
+    assert (await sync_to_async(task_row)(task.pk)).status == "cancelled"
