@@ -86,7 +86,7 @@
 
   function showResume(view, taskId) {
     if (view.root.querySelector("[data-role=resume-bar]")) return;
-    const button = el("button", { type: "button", "data-role": "resume", text: "Resume" });
+    const button = el("button", { type: "button", "data-role": "resume-task", text: "Resume" });
     const bar = el("div", { class: "resume-bar", "data-role": "resume-bar", role: "status" },
       el("span", { text: "This task was interrupted (its process stopped). Resume it from its last checkpoint: finished phases are not run again." }),
       button);

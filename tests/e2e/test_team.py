@@ -1,5 +1,6 @@
 """team_collab in a real browser, on the demo workspace with the offline scripted model:
-`@team ...` is planned and run by the team (board of phases, each done); a team task whose
+`@team ...` is planned, confirmed on its spec card and run by the team (board of phases, each
+done); a team task whose
 process died mid-run (its spec executing, its heartbeat stale, phase 1 checkpointed) shows a
 Resume button that runs the remaining phases from the checkpoint, phase 1 not run again."""
 
@@ -11,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import ROOT, agentkit_server, without_spec_review
+from tests.support import agentkit_server
 
 pytestmark = pytest.mark.e2e
 
@@ -54,19 +55,15 @@ def demo_server(tmp_path):
         yield server
 
 
-@pytest.fixture
-def no_review_server(tmp_path):
-    config = tmp_path / "agentkit.yaml"
-    config.write_text(without_spec_review((ROOT / "agentkit.yaml").read_text()))
-    with agentkit_server(tmp_path, AGENTKIT_CONFIG=str(config)) as server:
-        yield server
-
-
-def test_a_team_message_is_run_by_the_team_phase_by_phase(page: Page, no_review_server):
-    log_in(page, no_review_server)
+def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(page: Page, demo_server):
+    log_in(page, demo_server)
     page.locator("#message").fill("@team fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").last
+    card = task.locator(".spec-card")
+    expect(card).to_contain_text("planner", timeout=30_000)  # the phases' experts
+    expect(card).to_contain_text("reviewer")
+    card.get_by_role("button", name="Confirm").click()
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
     expect(task.locator(".task-title")).to_contain_text("team_collab")
     board = task.locator("[data-role=team-board]")
@@ -90,7 +87,7 @@ def test_an_interrupted_team_task_resumes_from_the_page_and_completes(page: Page
     page.goto(f"{demo_server.url}/#task-{task_id}")
     task = page.locator(f"article.task[data-task-id='{task_id}']")
     expect(task.locator("[data-role=team-board] li")).to_have_count(3, timeout=15_000)
-    resume = task.locator("button[data-role=resume]")
+    resume = task.locator("button[data-role=resume-task]")
     expect(resume).to_be_visible(timeout=15_000)
     resume.click()
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
@@ -101,7 +98,7 @@ def test_an_interrupted_team_task_resumes_from_the_page_and_completes(page: Page
         )
     expect(task).to_contain_text("Phase plan done (from its checkpoint).")
     expect(task.locator(".verify-card.ok")).to_have_count(1)
-    expect(task.locator("button[data-role=resume]")).to_have_count(0)
+    expect(task.locator("button[data-role=resume-task]")).to_have_count(0)
     events = page.evaluate(f"fetch('/api/tasks/{task_id}/events').then(r => r.json())")
     started = [e["data"]["phase_id"] for e in events["events"] if e["type"] == "phase_started"]
     assert started == ["fix", "review"]  # the checkpointed phase was not run again
