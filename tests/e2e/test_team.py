@@ -1,8 +1,8 @@
 """team_collab in a real browser, on the demo workspace with the offline scripted model:
 `@team ...` is planned, confirmed on its spec card and run by the team (board of phases, each
-done); a team task whose
-process died mid-run (its spec executing, its heartbeat stale, phase 1 checkpointed) shows a
-Resume button that runs the remaining phases from the checkpoint, phase 1 not run again."""
+done); a team task whose process died mid-run (its spec executing, its heartbeat stale, phase 1
+checkpointed) shows a Resume button that runs the remaining phases from the checkpoint, phase 1
+not run again."""
 
 from __future__ import annotations
 
