@@ -387,8 +387,8 @@ class TeamOrchestrator:
                     SNAPSHOT,
                     False,
                     -1,
-                    "no snapshot to restore: @snapshot needs a git repository at the workspace "
-                    "root, and this workspace is not one",
+                    "no snapshot to restore: none was taken before this phase (@snapshot needs "
+                    "a git repository at the workspace root; see the phase's error)",
                 )
             if outcome.passed:
                 yield event(

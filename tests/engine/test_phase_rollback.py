@@ -222,5 +222,5 @@ async def test_snapshot_without_git_is_flagged_up_front_and_its_rollback_fails_c
     assert "git init" in warning["error_struct"]["suggestions"][0]
     assert types(events).index("error") < types(events).index("phase_started")
     failed = of_type(events, "phase_rollback_failed")[0].data
-    assert "needs a git repository" in failed["output"]
+    assert "needs a git repository" in failed["output"] and "none was taken" in failed["output"]
     assert store.saved == []  # nothing restored: no checkpoint
