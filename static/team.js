@@ -122,6 +122,10 @@
     showBoard(view, ev.data.phases);
     watchInterrupted(view, ev.task_id);
   });
+  chained("spec_review_request", (view, ev) => {
+    // A team task's board lists the spec's phases as soon as there is a spec.
+    if (board(view)) showBoard(view, ((ev.data.spec || {}).phases || []).map((p) => p.id));
+  });
   chained("phase_started", (view, ev) => {
     const d = ev.data;
     mark(view, d, "running");

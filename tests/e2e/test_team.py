@@ -63,10 +63,11 @@ def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(page: Pa
     card = task.locator(".spec-card")
     expect(card).to_contain_text("planner", timeout=30_000)  # the phases' experts
     expect(card).to_contain_text("reviewer")
+    board = task.locator("[data-role=team-board]")
+    expect(board.locator("li[data-state=pending]")).to_have_count(3)  # the spec's phases, waiting
     card.get_by_role("button", name="Confirm").click()
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
     expect(task.locator(".task-title")).to_contain_text("team_collab")
-    board = task.locator("[data-role=team-board]")
     for phase in ("analyse", "fix", "review"):
         expect(board.locator(f"li[data-phase-id={phase}]")).to_have_attribute(
             "data-state", "completed"
