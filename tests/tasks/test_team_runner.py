@@ -276,3 +276,17 @@ async def test_a_failed_phase_rolls_back_in_the_sandbox_and_no_internal_path_rea
     assert "<path>" in failed["output"] and "1000" in failed["output"]  # the sandbox's user
     assert all(str(root) not in json.dumps(e.data) for e in events)
     assert not await sync_to_async(Checkpoint.objects.filter(task=task).exists)()
+
+
+async def test_a_team_that_cannot_be_built_fails_clearly_and_never_runs_as_react(demo):
+    """Seed 000 U9: the orchestrator unavailable (here: its workspace is gone) is surfaced."""
+    import shutil
+
+    user, workspace, root = demo
+    task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="team_collab")
+    shutil.rmtree(root)
+    assert await run_task(task.pk) == "failed"
+    events = await sync_to_async(events_of)(task)
+    assert [e.type for e in events] == ["task_started", "error", "task_finished"]
+    assert events[0].data["mode"] == "team_collab"
+    assert events[1].data["error_struct"]["error_code"] == "workspace_missing"
