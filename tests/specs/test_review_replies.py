@@ -143,3 +143,21 @@ async def test_a_parked_spec_confirmed_over_the_socket_continues_the_task(worksp
     assert ends == ["parked", "completed"]
     assert (await sync_to_async(task_row)(task.pk)).status == "completed"
     assert (await sync_to_async(kinds)(task.pk)).count("task_started") == 2
+
+
+def test_specs_are_listed_and_read_by_their_owner_only(workspace):
+    user, ws, _ = workspace
+    spec, review = open_review(user, ws)
+    mine = client_of(user)
+    listed = mine.get("/api/specs").json()["specs"]
+    assert [(s["id"], s["spec_review_id"], s["status"]) for s in listed] == [
+        (spec.pk, review.review_id, "pending_review")
+    ]
+    assert mine.get("/api/specs?status=parked").json()["specs"] == []
+    bad = mine.get("/api/specs?status=sleeping")
+    assert bad.status_code == 400 and "parked" in bad.json()["error"]["message"]
+    detail = mine.get(f"/api/specs/{spec.pk}").json()
+    assert [p["id"] for p in detail["spec"]["phases"]] == ["draft", "check"]
+    stranger = client_of(make_user("mallory"))
+    assert stranger.get(f"/api/specs/{spec.pk}").status_code == 404
+    assert stranger.get("/api/specs").json()["specs"] == []
