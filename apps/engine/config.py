@@ -18,13 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from apps.engine.config_specs import PlannerConfig, SpecReviewConfig
-from apps.engine.config_team import (
-    ExpertConfig,
-    RollbackConfig,
-    TeamConfig,
-    team_experts,
-    team_templates,
-)
+from apps.engine.config_team import ExpertConfig, RollbackConfig, TeamConfig, team_errors
 
 PROVIDERS = ("openai", "anthropic", "scripted")
 MODES = ("direct_chat", "react", "plan_exec", "team_collab")
@@ -474,7 +468,7 @@ class AgentkitConfig(Section):
         for name, expert in sorted(self.experts.items()):
             check_alias(f"experts.{name}.model", expert.model)
             check_tools(f"experts.{name}.tools", expert.tools)
-        problems += self._team_errors()
+        problems += team_errors(self.team, self.experts)
         problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()
@@ -483,23 +477,6 @@ class AgentkitConfig(Section):
                     f"models.{alias}.script: file {model.script!r} not found "
                     f"(relative paths resolve against {self.base_dir})"
                 )
-        return problems
-
-    def _team_errors(self) -> list[str]:
-        templates = team_templates(self.team, self.experts)
-        experts = sorted(team_experts(self.experts))
-        problems = [
-            f"team.templates.{name}.experts.{index}: unknown expert {role!r} "
-            f"(known: {', '.join(experts)})"
-            for name, template in sorted(self.team.templates.items())
-            for index, role in enumerate(template.experts)
-            if role not in experts
-        ]
-        if self.team.template not in templates:
-            problems.append(
-                f"team.template: unknown template {self.team.template!r} "
-                f"(known: {', '.join(sorted(templates))})"
-            )
         return problems
 
     def _plan_exec_errors(self) -> list[str]:

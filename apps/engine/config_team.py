@@ -84,3 +84,23 @@ def team_templates(team: TeamConfig, experts: dict[str, ExpertConfig]) -> dict[s
     """The named templates; `default` (every expert) unless agentkit.yaml defines its own."""
     default = TeamTemplate(experts=sorted(team_experts(experts)))
     return {DEFAULT_TEMPLATE: default, **team.templates}
+
+
+def team_errors(team: TeamConfig, experts: dict[str, ExpertConfig]) -> list[str]:
+    """Cross-references of the team section: templates naming unknown experts, an unknown
+    `team.template` (each with the known names)."""
+    templates = team_templates(team, experts)
+    known = sorted(team_experts(experts))
+    problems = [
+        f"team.templates.{name}.experts.{index}: unknown expert {role!r} "
+        f"(known: {', '.join(known)})"
+        for name, template in sorted(team.templates.items())
+        for index, role in enumerate(template.experts)
+        if role not in known
+    ]
+    if team.template not in templates:
+        problems.append(
+            f"team.template: unknown template {team.template!r} "
+            f"(known: {', '.join(sorted(templates))})"
+        )
+    return problems
