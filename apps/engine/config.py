@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from apps.engine.config_specs import PlannerConfig, SpecReviewConfig
+from apps.engine.config_team import ExpertConfig, RollbackConfig, TeamConfig, team_errors
 
 PROVIDERS = ("openai", "anthropic", "scripted")
 MODES = ("direct_chat", "react", "plan_exec", "team_collab")
@@ -414,6 +415,9 @@ class AgentkitConfig(Section):
     models: dict[str, ModelConfig] = Field(default_factory=_default_models)
     llm: LLMConfig = LLMConfig()
     skills: dict[str, SkillConfig] = Field(default_factory=dict)
+    experts: dict[str, ExpertConfig] = Field(default_factory=dict)  # config_team.py
+    team: TeamConfig = TeamConfig()
+    rollback: RollbackConfig = RollbackConfig()
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
@@ -461,6 +465,10 @@ class AgentkitConfig(Section):
         for name, skill in sorted(self.skills.items()):
             check_alias(f"skills.{name}.model", skill.model)
             check_tools(f"skills.{name}.tools", skill.tools)
+        for name, expert in sorted(self.experts.items()):
+            check_alias(f"experts.{name}.model", expert.model)
+            check_tools(f"experts.{name}.tools", expert.tools)
+        problems += team_errors(self.team, self.experts)
         problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()

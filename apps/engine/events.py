@@ -44,7 +44,19 @@ first step:
                          timed_out | cancelled), feedback — exactly one per request
 
 and a run whose review timed out ends with `task_finished` status `parked`.
-The other types belong to later stages (team_collab phases, rollback).
+team_collab runs (apps/engine/orchestrator.py) have the same spec stage, then per spec phase:
+
+    phase_started        phase_id, title, role, depends_on, model, tools
+    phase_completed      phase_id, title, role, depends_on, status, final, steps, usage, cost
+                         (resumed: true for a phase a checkpoint already holds)
+    phase_failed         the same with error_struct; a dependent never run: status skipped,
+                         failed_dependency, error_struct dependency_failed
+    phase_rollback_started    phase_id, title, role, depends_on, command, validation?
+    phase_rollback_completed  ... command, passed, exit_code, output, timed_out, duration_ms,
+                              snapshot_ref
+    phase_rollback_failed     ... the same, checkpoint_saved: false
+
+and each phase's own events (tokens, tool calls, phase_changed ...) with `phase_id` added.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
   verifier (apps/engine/verify.py) to it.
 - `Salvager`: what a run that ended in Emergency changed (the runner asks git).
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
+- `CheckpointStore`: where a team_collab run (orchestrator.py) saves each finished phase of its
+  spec and, resumed after a restart, loads them back (`apps.specs` stores them as rows).
 - `ReviewGate`: stores a task's spec revisions and the person's decision on each (apps/specs
   implements it on the database, so the decision may come from any process).
 
@@ -15,8 +17,8 @@ one place that persists and broadcasts them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from apps.engine.llm.types import ChatRequest, StreamDelta
 from apps.engine.spec import SpecDraft
@@ -111,4 +113,26 @@ class ReviewGate(Protocol):
 
     async def set_status(self, spec_id: int, status: str) -> None:
         """Move the spec (and the task where it follows) to `status`: parked, executing..."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseCheckpoint:
+    """A spec phase that ended: `status` completed, failed or rolled_back; `counters` what a
+    resumed run needs (steps, usage, cost, the phase's final answer and plan_exec counters);
+    `snapshot_ref` the @snapshot commit taken before it, if any."""
+
+    phase_id: str
+    status: str
+    counters: dict[str, Any] = field(default_factory=dict)
+    snapshot_ref: str = ""
+
+
+class CheckpointStore(Protocol):
+    """The checkpoints of one task's spec."""
+
+    async def save(self, checkpoint: PhaseCheckpoint) -> None: ...
+
+    async def load(self) -> list[PhaseCheckpoint]:
+        """Saved checkpoints, oldest first (a phase saved twice: the last one counts)."""
         ...

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.utils.html import format_html
 
-from apps.specs.models import Spec, SpecPhase, SpecReview
+from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecReview
 from apps.tasks.models import Workspace
 
 
@@ -107,4 +107,17 @@ class SpecReviewAdmin(ReadOnlyAdmin):
     list_filter = ("decision", SpecWorkspaceFilter)
     list_select_related = ("spec", "user")
     fields = ("review_id", "spec", "decision", "feedback", "user", "requested_at", "resolved_at")
+    readonly_fields = fields
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(ReadOnlyAdmin):
+    """team_collab checkpoints (apps/specs/team.py): what a resumed task does not run again."""
+
+    workspace_lookup = "spec__workspace__in"
+    list_display = ("id", "task_id", "spec", "phase_id", "status", "snapshot_ref", "created_at")
+    list_filter = ("status", SpecWorkspaceFilter)
+    list_select_related = ("spec",)
+    search_fields = ("phase_id",)
+    fields = ("spec", "task", "phase_id", "status", "counters", "snapshot_ref", "created_at")
     readonly_fields = fields

@@ -115,3 +115,26 @@ class SpecReview(models.Model):
     @property
     def is_resolved(self) -> bool:
         return self.decision != ReviewDecision.PENDING
+
+
+class Checkpoint(models.Model):
+    """A spec phase that ended in a team_collab run (apps/engine/orchestrator.py): what a run
+    resumed after a restart needs to skip it. Saved only when the phase completed, or failed
+    with no rollback or a rollback that worked (seed 001 R21)."""
+
+    spec = models.ForeignKey(Spec, on_delete=models.CASCADE, related_name="checkpoints")
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints")
+    phase_id = models.CharField(max_length=40)
+    status = models.CharField(max_length=20, choices=PhaseStatus.choices)
+    counters = models.JSONField(
+        default=dict, blank=True, help_text="steps, usage, cost, final answer, phase counters."
+    )
+    snapshot_ref = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["task", "spec"])]
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.phase_id} ({self.status}) of task #{self.task_id}"

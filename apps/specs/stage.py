@@ -7,13 +7,14 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from apps.engine.config import AgentkitConfig
+from apps.engine.config_team import team_templates
 from apps.engine.planner import Planner
 from apps.engine.spec import SpecDraft
 from apps.engine.spec_stage import SpecStage
 from apps.specs.gate import DatabaseReviewGate
 from apps.specs.services import spec_reviews_close_pending
 
-SPEC_MODES = ("plan_exec",)
+SPEC_MODES = ("plan_exec", "team_collab")
 
 
 def spec_stage_for(task, config: AgentkitConfig, model, *, commands: list[str]) -> SpecStage | None:
@@ -29,9 +30,18 @@ def spec_stage_for(task, config: AgentkitConfig, model, *, commands: list[str]) 
         model,
         max_attempts=config.planner.max_attempts,
         max_tokens=config.planner.max_tokens,
+        roles=_roles(task, config),
     )
     gate = DatabaseReviewGate(task.pk, config.spec_review)
     return SpecStage(planner, gate, config.spec_review, on_confirmed=add_commands)
+
+
+def _roles(task, config: AgentkitConfig) -> tuple[str, ...]:
+    """team_collab: the experts of the team template the planner may give phases to."""
+    if task.mode != "team_collab":
+        return ("coder",)
+    template = team_templates(config.team, config.experts).get(config.team.template)
+    return tuple(template.experts) if template else ("coder",)
 
 
 async def close_open_reviews(recorder) -> None:

@@ -112,6 +112,10 @@ def task_payload(task, user=None) -> dict:
         "started_at": task.started_at.isoformat() if task.started_at else None,
         "finished_at": task.finished_at.isoformat() if task.finished_at else None,
     }
+    if task.mode == "team_collab":  # the chat page offers Resume (static/team.js)
+        from apps.specs.team import team_task_interrupted
+
+        payload["resumable"] = team_task_interrupted(task)
     return payload | failure_fields(task, user)
 
 
@@ -356,3 +360,16 @@ def task_retry(request, task_id: int):
         },
         status=201,
     )
+
+
+@api_view(("POST",))
+def task_resume(request, task_id: int):
+    """Resume a team_collab task interrupted by a process restart, from its checkpoints."""
+    from apps.specs.team import task_resume as resume
+
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    resume(task=task)
+    executors.task_submit(task_id=task.pk)
+    return JsonResponse({"id": task.pk, "status": task.status, "resumed": True}, status=202)

@@ -51,7 +51,19 @@ def scrub_struct(struct: dict[str, Any] | None, paths: list[str], secrets: list[
 
 
 # Events that carry error texts (an LLM error may quote a path or echo what it was sent).
-ERROR_EVENTS = frozenset({"error", "task_finished", "recovery_started", "recovery_finished"})
+ERROR_EVENTS = frozenset(
+    {
+        "error",
+        "task_finished",
+        "recovery_started",
+        "recovery_finished",
+        # team_collab: a phase's error and its rollback commands' output
+        "phase_failed",
+        "phase_rollback_started",
+        "phase_rollback_completed",
+        "phase_rollback_failed",
+    }
+)
 
 
 def _scrub_all(value: Any, paths: list[str], secrets: list[str]) -> Any:

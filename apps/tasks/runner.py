@@ -23,15 +23,18 @@ from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
+from apps.engine.orchestrator import TeamOrchestrator
 from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
+from apps.engine.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
+from apps.specs import team as team_specs
 from apps.specs.services import spec_finish_for_task
 from apps.specs.stage import close_open_reviews, spec_stage_for
 from apps.tasks.cancel_watch import watch_cancel
@@ -128,8 +131,7 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     if task.mode not in ENGINE_MODES:
         raise RunAborted(
             "mode_not_available",
-            f"mode {task.mode!r} is not available yet; this version runs direct_chat, react and "
-            "plan_exec",
+            f"mode {task.mode!r} is not available; this version runs {', '.join(ENGINE_MODES)}",
             [
                 "Send the message again with @plan (phases, verification, reflection), @react "
                 "(tools) or @chat (a single answer)."
@@ -139,7 +141,7 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     return AgentTask(
         task_id=task.pk,
         goal=task.goal,
-        mode=task.mode,
+        mode="plan_exec" if task.mode == "team_collab" else task.mode,  # team: phased runs
         system_prompt=skill.system_prompt if skill else "",
         tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
         model=skill.model if skill else None,
@@ -196,6 +198,60 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     )
 
 
+def build_team(task: Task, config: AgentkitConfig, gateway: Gateway) -> TeamOrchestrator:
+    """team_collab: the spec stage (planner + review gate, as plan_exec's) and the orchestrator,
+    whose experts each get an engine like build_engine's (tools rooted in the workspace; the
+    verifier, with the confirmed spec's commands, only for the phases that end the spec)."""
+    ctx = build_tool_context(task, config)
+    skill = config.skills.get(task.skill) if task.skill else None
+    spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
+    spec_commands = list(dict.fromkeys(spec_commands))  # a confirmed spec adds its commands
+    verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
+    enabled = config.verification_enabled("team_collab")
+
+    def engine_for(expert: Any, verify: bool, policy: Any) -> ReActEngine:
+        tools = ToolSet(
+            build_tools(ctx, available_tool_names()),
+            max_output_chars=config.react.tool_output_max_chars,
+        )
+        return ReActEngine(
+            gateway,
+            tools,
+            config,
+            verifier=verifier if verify and enabled else None,
+            phase_policy=policy,
+        )
+
+    return TeamOrchestrator(
+        engine_for,
+        config,
+        hooks=RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config)),
+        commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
+        checkpoints=team_specs.DatabaseCheckpoints(task_id=task.pk),
+        stage=spec_stage_for(task, config, gateway, commands=spec_commands),
+    )
+
+
+async def _team_events(orchestrator: TeamOrchestrator, agent_task: AgentTask, token):
+    """team_collab's events; meanwhile the executing spec's heartbeat tells a live run from one
+    whose process died (apps/specs/team.py)."""
+    beat = asyncio.create_task(_heartbeat(agent_task.task_id))
+    try:
+        async with aclosing(orchestrator.run(agent_task, cancel=token)) as events:
+            async for event in events:
+                yield event
+    finally:
+        beat.cancel()
+
+
+async def _heartbeat(task_id: int) -> None:
+    beat = sync_to_async(team_specs.spec_heartbeat, thread_sensitive=False)
+    while True:
+        with contextlib.suppress(Exception):  # a missed beat only delays a resume
+            await beat(task_id=task_id)
+        await asyncio.sleep(team_specs.HEARTBEAT_SECONDS)
+
+
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
     """Cancellation requested through the API or a socket (any process) reaches the engine here
     (one poll for all tasks of this loop: cancel_watch.py)."""
@@ -227,8 +283,11 @@ async def run_task(task_id: int) -> str:
                 agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
             )
         gateway = Gateway(config)
-        engine = build_engine(task, config, gateway)
-        async with aclosing(engine.run(agent_task, cancel=token)) as events:
+        if task.mode == "team_collab":
+            stream = _team_events(build_team(task, config, gateway), agent_task, token)
+        else:
+            stream = build_engine(task, config, gateway).run(agent_task, cancel=token)
+        async with aclosing(stream) as events:
             async for event in events:
                 await recorder.record(event.type, event.data, event.ts)
     except RunAborted as aborted:

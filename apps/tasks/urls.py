@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/tasks/<int:task_id>/changes", api.task_changes, name="api-task-changes"),
     path("api/tasks/<int:task_id>/revert", api.task_revert, name="api-task-revert"),
     path("api/tasks/<int:task_id>/retry", api.task_retry, name="api-task-retry"),
+    path("api/tasks/<int:task_id>/resume", api.task_resume, name="api-task-resume"),
     path("api/conversations", api.conversations, name="api-conversations"),
     path(
         "api/conversations/<int:conversation_id>",

@@ -79,17 +79,6 @@ def test_chat_mode_answers_without_tools(page: Page, slow_server, artifacts):
     expect(task.locator(".tool-card")).to_have_count(0)
 
 
-def test_unbuilt_mode_shows_an_error_card(page: Page, slow_server):
-    log_in(page, slow_server)
-    # the selector offers only modes that run (tests/tasks/test_chat_page.py); a typed prefix
-    # can still ask for one that does not
-    page.locator("#message").fill("@team ship it")
-    page.get_by_role("button", name="Send").click()
-    task = page.locator("article.task").last
-    expect(task.locator(".bubble.error")).to_contain_text("mode_not_available", timeout=15_000)
-    expect(task.locator("[data-role=status]")).to_have_text("failed")
-
-
 def test_a_dropped_connection_reconnects_and_loses_nothing(page: Page, slow_server, artifacts):
     log_in(page, slow_server)
     page.locator("#message").fill("fix the failing test in tests/test_slug.py")

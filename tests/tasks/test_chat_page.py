@@ -29,14 +29,13 @@ def test_mode_selector_offers_exactly_the_modes_that_run(tmp_path):
     assert offered_modes(response.content.decode()) == list(RUNNABLE_MODES)
 
 
-def test_the_selector_offers_plan_exec_and_not_team_collab(tmp_path):
-    # plan_exec runs (tests/tasks/test_plan_exec_runner.py); team_collab still ends in
-    # mode_not_available (tests/tasks/test_runner.py), so it must not be offered.
+def test_the_selector_offers_plan_exec_and_team_collab(tmp_path):
+    # both run (tests/tasks/test_plan_exec_runner.py, tests/tasks/test_team_runner.py)
     user = make_user("bob")
     make_workspace("beta", tmp_path, user)
     client = Client()
     client.force_login(user)
     offered = offered_modes(client.get("/").content.decode())
     assert "plan_exec" in offered
-    assert "team_collab" not in offered
+    assert "team_collab" in offered
     assert set(offered) <= set(KNOWN_MODES)

@@ -1,0 +1,139 @@
+"""A team_collab task survives its process being killed (issue 15 acceptance): a real process
+runs the task against the fake LLM server; phase 1 finishes (checkpointed), phase 2's model call
+hangs; the process is killed with SIGKILL mid-phase; `manage.py resume_task ID` in a new process
+completes the task, and phase 1's expert is never asked again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from apps.specs.team import STALE_AFTER_SECONDS
+from tests.fakes.llm_server import FakeLLMServer, Fault
+from tests.support import ROOT, manage, server_env
+
+pytestmark = pytest.mark.slow
+
+TURNS = [
+    {"match": "Your phase, as the planner: plan ", "repeat": True, "text": "Plan: write it."},
+    {"match": "Your phase, as the coder: build ", "repeat": True, "text": "Built it."},
+    {"match": "Your phase, as the reviewer: review ", "repeat": True, "text": "Looks right."},
+]
+SPEC = {
+    "goal": "ship it",
+    "phases": [
+        {"id": "plan", "title": "Plan", "role": "planner"},
+        {"id": "build", "title": "Build", "role": "coder", "depends_on": ["plan"]},
+        {"id": "review", "title": "Review", "role": "reviewer", "depends_on": ["build"]},
+    ],
+}
+SETUP = """
+from django.contrib.auth import get_user_model
+from apps.specs.models import Spec, SpecPhase
+from apps.tasks.models import Task, Workspace
+import json, sys
+user = get_user_model().objects.create_user("ann", password="pw-123-secret")
+ws = Workspace.objects.create(name="w", root_dir={root!r})
+ws.members.add(user)
+task = Task.objects.create(workspace=ws, user=user, mode="team_collab", goal="ship it")
+draft = json.loads({spec!r})
+spec = Spec.objects.create(task=task, workspace=ws, goal="ship it", draft=draft, status="confirmed")
+for i, p in enumerate(draft["phases"]):
+    SpecPhase.objects.create(spec=spec, position=i, phase_id=p["id"], title=p["title"], role=p["role"])
+print(task.pk)
+"""
+RUN = "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
+
+
+def phase_of(request) -> str:
+    for message in request.body["messages"]:
+        if message["role"] == "user" and "Your phase, as the " in str(message["content"]):
+            text = str(message["content"])
+            return text.split("Your phase, as the ", 1)[1].split(":", 1)[0]
+    return "?"
+
+
+def test_killed_worker_mid_phase_resumes_without_redoing_finished_phases(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "README.md").write_text("a workspace\n")
+    with FakeLLMServer(script=TURNS) as server:
+        server.fail_next(Fault.hang(seconds=300, model="slow-model"))  # phase 2's first call
+        config = tmp_path / "agentkit.yaml"
+        config.write_text(
+            f"""
+models:
+  main: {{provider: openai, model: fast-model, base_url: "{server.openai_base_url}"}}
+  slow: {{provider: openai, model: slow-model, base_url: "{server.openai_base_url}"}}
+llm: {{main: main, timeout: {{connect: 5, read: 600}}, retries: {{max_attempts: 1}}}}
+experts:
+  coder: {{model: slow, start_phase: building, system_prompt: "You build."}}
+verification: {{modes: {{team_collab: false}}}}
+evolution: {{enabled: false}}
+"""
+        )
+        env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
+        assert manage(env, "migrate", "-v", "0").returncode == 0
+        made = manage(env, "shell", "-c", SETUP.format(root=str(workspace), spec=json.dumps(SPEC)))
+        assert made.returncode == 0, made.stderr
+        task_id = int(made.stdout.strip().splitlines()[-1])
+
+        worker = subprocess.Popen(
+            [sys.executable, "manage.py", "shell", "-c", RUN.format(id=task_id)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not any(r.model == "slow-model" for r in server.requests):
+                assert worker.poll() is None, "the worker ended before phase 2"
+                assert time.monotonic() < deadline, "phase 2 never started"
+                time.sleep(0.1)
+            os.kill(worker.pid, signal.SIGKILL)  # mid-phase 2: its model call is in flight
+            worker.wait(timeout=10)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        db = sqlite3.connect(tmp_path / "db.sqlite3")
+        status = db.execute("select status from tasks_task where id=?", (task_id,)).fetchone()[0]
+        assert status == "running"  # nobody finished it
+        saved = db.execute(
+            "select phase_id, status from specs_checkpoint where task_id=?", (task_id,)
+        ).fetchall()
+        assert saved == [("plan", "completed")]
+        asked_before = [phase_of(r) for r in server.requests]
+        assert asked_before == ["planner", "coder"]
+
+        time.sleep(STALE_AFTER_SECONDS + 1)  # the dead run's heartbeat goes stale
+        resumed = manage(env, "resume_task", str(task_id))
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert f"task {task_id}: completed" in resumed.stdout
+
+        asked = [phase_of(r) for r in server.requests]
+        assert asked.count("planner") == 1  # phase 1 was not run again
+        assert asked == ["planner", "coder", "coder", "reviewer"]
+        row = db.execute("select status, usage from tasks_task where id=?", (task_id,)).fetchone()
+        assert row[0] == "completed"
+        assert json.loads(row[1])["llm_calls"] == 3  # plan's (checkpoint) + build + review
+        saved = db.execute(
+            "select phase_id from specs_checkpoint where task_id=? order by id", (task_id,)
+        ).fetchall()
+        assert [p for (p,) in saved] == ["plan", "build", "review"]
+        kinds = [
+            k
+            for (k,) in db.execute(
+                "select type from tasks_taskevent where task_id=? order by seq", (task_id,)
+            )
+        ]
+        assert kinds.count("task_started") == 2  # the killed run's and the resumed run's
+        assert kinds.count("task_finished") == 1
+        db.close()
