@@ -15,6 +15,7 @@ import time
 from contextlib import aclosing
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.utils import timezone
