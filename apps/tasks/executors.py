@@ -35,17 +35,18 @@ def task_submit(*, task_id: int) -> None:
                 "set it, or use executor.kind: inline",
                 {"error_code": "executor_unavailable"},
             )
-        transaction.on_commit(lambda: _enqueue_rq(task_id, config.executor.queue))
+        transaction.on_commit(lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue))
     else:
         transaction.on_commit(lambda: _start_inline(task_id))
 
 
-def _enqueue_rq(task_id: int, queue_name: str) -> None:
+def task_enqueue_rq(*, task_id: int, queue: str) -> None:
+    """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it)."""
     import django_rq
 
     from apps.tasks.jobs import run_task_job
 
-    django_rq.get_queue(queue_name).enqueue(run_task_job, task_id, job_id=f"task-{task_id}")
+    django_rq.get_queue(queue).enqueue(run_task_job, task_id, job_id=f"task-{task_id}")
 
 
 def _serving_loop() -> asyncio.AbstractEventLoop | None:

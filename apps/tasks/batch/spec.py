@@ -1,0 +1,376 @@
+"""A batch file (`run_tasks FILE`): YAML or JSONL tasks, read and checked before anything runs.
+
+YAML: a list of tasks, or a mapping with `tasks:` and optional `defaults:` (fields every task
+inherits unless it sets them). JSONL: one task object per line. A task:
+
+    id: fix-slug                       # unique in the file: letters, digits, '.', '_', '-'
+    goal: fix the failing test in tests/test_slug.py
+    source: ../demo/workspace          # a directory, or a local git repository (optional `ref`);
+                                       # relative to the file; copied into a fresh workspace.
+                                       # Left out: an empty workspace (a question, a text task)
+    mode: plan_exec                    # else modes.default (run_tasks --mode overrides)
+    verification: ["pytest -q"]        # the workspace's verification commands
+    skill: python_coder                # optional, a skill of agentkit.yaml
+    model: main                        # optional, a model alias (run_tasks --model overrides)
+    expect:                            # optional; the report says whether the outcome matched
+      status: completed                # or a list of statuses
+      answer_contains: "[^a-zA-Z0-9]+" # or a list; each must occur in the final answer
+      verification: passed             # the last verification: passed | failed | not_run
+      min_reflections: 1
+
+Every problem is collected with its line (YAML node marks; the JSONL line) and raised together
+as one `SuiteError`, so a user fixes the whole file in one go.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from apps.tasks.models import TaskStatus
+from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
+
+STATUSES = tuple(sorted(s.value for s in TaskStatus if s.value not in ("queued", "running")))
+SOURCE_CHECK_TIMEOUT = 10  # seconds for `git rev-parse` on a source repository
+
+
+class SuiteError(Exception):
+    """The file cannot run; `errors` holds every problem as (line, message), line 0 = the file."""
+
+    def __init__(self, path: Path, errors: list[tuple[int, str]]):
+        self.path = path
+        self.errors = sorted(errors, key=lambda e: e[0])
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = [
+            f"{self.path}:{line}: {message}" if line else f"{self.path}: {message}"
+            for line, message in self.errors
+        ]
+        count = len(self.errors)
+        head = f"{count} problem{'s' if count != 1 else ''} in {self.path}; nothing was run:"
+        return "\n".join([head, *lines])
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ExpectSpec(_Strict):
+    status: str | list[str] | None = None
+    answer_contains: str | list[str] | None = None
+    verification: Literal["passed", "failed", "not_run"] | None = None
+    min_reflections: int | None = Field(default=None, ge=0)
+
+    def statuses(self) -> tuple[str, ...]:
+        return _as_tuple(self.status)
+
+    def answer_fragments(self) -> tuple[str, ...]:
+        return _as_tuple(self.answer_contains)
+
+
+class _TaskFields(_Strict):
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    goal: str = Field(min_length=1)
+    source: str | None = None
+    ref: str | None = None
+    mode: str | None = None
+    verification: list[str] = Field(default_factory=list)
+    skill: str | None = None
+    model: str | None = None
+    expect: ExpectSpec | None = None
+
+
+class _Defaults(_Strict):
+    source: str | None = None
+    ref: str | None = None
+    mode: str | None = None
+    verification: list[str] | None = None
+    skill: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    id: str
+    goal: str
+    mode: str
+    line: int
+    source: Path | None = None
+    ref: str | None = None
+    verification: tuple[str, ...] = ()
+    skill: str = ""
+    model: str = ""
+    expect: ExpectSpec | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    tasks: tuple[TaskSpec, ...] = field(default_factory=tuple)
+
+
+def _as_tuple(value: str | list[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+# ── reading ────────────────────────────────────────────────────────────────────────────────────
+@dataclass
+class _Raw:
+    """One task as read: its data, the line it starts on, and a way to find a field's line."""
+
+    data: Any
+    line: int
+    lines: Any  # callable(loc) -> line
+
+
+def _node_line(node: yaml.Node | None, loc: tuple, default: int) -> int:
+    """The line of the deepest node along `loc` (mapping keys / sequence indexes)."""
+    line = default
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
+            if found is None:
+                return line
+            key = next(k for k, v in node.value if v is found)
+            line, node = key.start_mark.line + 1, found
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _read_yaml(path: Path, text: str, errors: list) -> tuple[list[_Raw], dict, Any]:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        errors.append((mark.line + 1 if mark else 0, f"not valid YAML: {problem}"))
+        return [], {}, None
+    defaults_node = None
+    defaults: Any = {}
+    tasks_node, tasks = root, data
+    if isinstance(data, dict):
+        tasks_node = next((v for k, v in root.value if k.value == "tasks"), None)
+        defaults_node = next((v for k, v in root.value if k.value == "defaults"), None)
+        tasks, defaults = data.get("tasks"), data.get("defaults") or {}
+        for key_node, _ in root.value:
+            if key_node.value not in ("tasks", "defaults"):
+                errors.append(
+                    (
+                        key_node.start_mark.line + 1,
+                        f"unknown top-level key {key_node.value!r}; "
+                        "a batch file has `tasks:` and optionally `defaults:`",
+                    )
+                )
+        if tasks is None:
+            errors.append((1, "no `tasks:` list: add one entry per task"))
+            return [], {}, None
+    if not isinstance(tasks, list):
+        line = tasks_node.start_mark.line + 1 if tasks_node is not None else 1
+        errors.append((line, "expected a list of tasks (each a mapping with id, goal, ...)"))
+        return [], {}, None
+    raws = []
+    for item_node, item in zip(tasks_node.value, tasks, strict=True):
+        start = item_node.start_mark.line + 1
+        raws.append(_Raw(item, start, lambda loc, n=item_node, s=start: _node_line(n, loc, s)))
+    if defaults and not isinstance(defaults, dict):
+        errors.append((defaults_node.start_mark.line + 1, "`defaults:` must be a mapping"))
+        defaults = {}
+    return raws, defaults, defaults_node
+
+
+def _read_jsonl(text: str, errors: list) -> list[_Raw]:
+    raws = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            errors.append((number, f"not valid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        raws.append(_Raw(item, number, lambda loc, n=number: n))
+    return raws
+
+
+# ── checking ───────────────────────────────────────────────────────────────────────────────────
+def _where(raw: _Raw, index: int, loc: tuple) -> str:
+    name = raw.data.get("id") if isinstance(raw.data, dict) else None
+    label = f"task {name!r}" if isinstance(name, str) and name else f"task #{index + 1}"
+    path = ".".join(str(part) for part in loc)
+    return f"{label}: {path}" if path else label
+
+
+def load_suite(
+    path: Path,
+    *,
+    config,
+    mode_override: str | None = None,
+    model_override: str | None = None,
+    max_goal_chars: int | None = None,
+) -> Suite:
+    """Read and check a batch file. Raises SuiteError listing every problem with its line."""
+    path = Path(path)
+    errors: list[tuple[int, str]] = []
+    if path.suffix.lower() not in (".yaml", ".yml", ".jsonl"):
+        raise SuiteError(path, [(0, "a batch file ends in .yaml, .yml or .jsonl")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(path, [(0, f"cannot read it: {exc}")]) from None
+    defaults: dict = {}
+    defaults_lines = lambda loc: 0  # noqa: E731
+    if path.suffix.lower() == ".jsonl":
+        raws = _read_jsonl(text, errors)
+    else:
+        raws, defaults, defaults_node = _read_yaml(path, text, errors)
+        defaults_lines = lambda loc: _node_line(defaults_node, loc, 1)  # noqa: E731
+    if defaults:
+        try:
+            _Defaults.model_validate(defaults)
+        except ValidationError as exc:
+            for err in exc.errors():
+                errors.append((defaults_lines(err["loc"]), f"defaults.{_loc(err)}: {err['msg']}"))
+            defaults = {}
+    if not raws and not errors:
+        errors.append((0, "the file holds no tasks"))
+    base = path.resolve().parent
+    seen: dict[str, int] = {}
+    tasks = []
+    for index, raw in enumerate(raws):
+        spec = _check_task(
+            raw, index, defaults, defaults_lines, base, config, errors,
+            mode_override=mode_override, model_override=model_override,
+            max_goal_chars=max_goal_chars,
+        )  # fmt: skip
+        if spec is None:
+            continue
+        if spec.id in seen:
+            errors.append(
+                (raw.lines(("id",)), f"task {spec.id!r}: id already used on line {seen[spec.id]}")
+            )
+            continue
+        seen[spec.id] = raw.lines(("id",))
+        tasks.append(spec)
+    if errors:
+        raise SuiteError(path, errors)
+    return Suite(path=path, tasks=tuple(tasks))
+
+
+def _loc(err: dict) -> str:
+    return ".".join(str(part) for part in err["loc"])
+
+
+def _check_task(
+    raw, index, defaults, defaults_lines, base, config, errors, **options
+) -> TaskSpec | None:
+    if not isinstance(raw.data, dict):
+        errors.append((raw.line, f"task #{index + 1}: expected a mapping with id, goal, ..."))
+        return None
+    merged = {**{k: v for k, v in defaults.items() if v is not None}, **raw.data}
+
+    def line_of(loc: tuple) -> int:
+        if loc and loc[0] not in raw.data and loc[0] in defaults:
+            return defaults_lines(loc)
+        return raw.lines(loc)
+
+    try:
+        fields = _TaskFields.model_validate(merged)
+    except ValidationError as exc:
+        for err in exc.errors():
+            message = err["msg"]
+            if err["type"] == "string_pattern_mismatch":
+                message = (
+                    "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+                )
+            errors.append((line_of(err["loc"]), f"{_where(raw, index, err['loc'])}: {message}"))
+        return None
+    problems: list[tuple[tuple, str]] = []
+    mode = options["mode_override"] or fields.mode or config.modes.default
+    if not options["mode_override"] and fields.mode is not None:
+        if fields.mode not in KNOWN_MODES:
+            problems.append((("mode",), f"unknown mode {fields.mode!r}; choose one of "
+                             f"{', '.join(RUNNABLE_MODES)}"))  # fmt: skip
+        elif fields.mode not in RUNNABLE_MODES:
+            problems.append((("mode",), f"mode {fields.mode!r} is not available in this "
+                             f"version; choose one of {', '.join(RUNNABLE_MODES)}"))  # fmt: skip
+    if fields.skill and fields.skill not in config.skills:
+        known = ", ".join(sorted(config.skills)) or "none configured"
+        problems.append((("skill",), f"unknown skill {fields.skill!r}; known: {known}"))
+    if fields.model and not options["model_override"] and fields.model not in config.models:
+        problems.append((("model",), f"unknown model alias {fields.model!r}; configured: "
+                         f"{', '.join(sorted(config.models))}"))  # fmt: skip
+    limit = options["max_goal_chars"]
+    if limit and len(fields.goal) > limit:
+        problems.append((("goal",), f"the goal has {len(fields.goal)} characters; at most {limit}"))
+    for number, command in enumerate(fields.verification):
+        if not command.strip():
+            problems.append((("verification", number), "an empty verification command"))
+    if fields.expect is not None:
+        for status in fields.expect.statuses():
+            if status not in STATUSES:
+                problems.append((("expect", "status"), f"unknown status {status!r}; one of "
+                                 f"{', '.join(STATUSES)}"))  # fmt: skip
+    source = None
+    if fields.source is not None:
+        source, problem = _check_source(base, fields.source, fields.ref)
+        if problem:
+            problems.append((("ref",) if problem.startswith("ref") else ("source",), problem))
+    elif fields.ref is not None:
+        problems.append((("ref",), "`ref` needs a `source` that is a git repository"))
+    for loc, message in problems:
+        errors.append((line_of(loc), f"{_where(raw, index, loc)}: {message}"))
+    if problems:
+        return None
+    return TaskSpec(
+        id=fields.id,
+        goal=fields.goal,
+        mode=mode,
+        line=raw.line,
+        source=source,
+        ref=fields.ref,
+        verification=tuple(fields.verification),
+        skill=fields.skill or "",
+        model=options["model_override"] or fields.model or "",
+        expect=fields.expect,
+    )
+
+
+def is_git_repository(directory: Path) -> bool:
+    return (directory / ".git").exists()
+
+
+def _check_source(base: Path, raw: str, ref: str | None) -> tuple[Path | None, str]:
+    source = (base / Path(raw).expanduser()).resolve()
+    if not source.is_dir():
+        return None, f"source {raw!r} is not a directory ({source}); paths are relative to the file"
+    if ref is None:
+        return source, ""
+    if not is_git_repository(source):
+        return None, f"ref {ref!r} needs a git repository, and {source} is not one"
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+            capture_output=True,
+            timeout=SOURCE_CHECK_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"ref {ref!r}: git could not be asked ({exc})"
+    if found.returncode != 0:
+        return None, f"ref {ref!r} is not a commit, branch or tag of {source}"
+    return source, ""
