@@ -199,7 +199,7 @@ async def _run_on_rq(task_id: int, options: BatchOptions, state: _State) -> None
     polls = 0
     while True:
         status = await sync_to_async(_task_status)(task_id)
-        if status in FINAL_STATUSES:
+        if status in FINAL_STATUSES or status in (TaskStatus.PARKED, "missing"):
             return
         polls += 1
         if polls % 10 == 0:  # a job that died without ending its task (worker killed)

@@ -36,7 +36,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from apps.tasks.models import TaskStatus
 from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
 
-STATUSES = tuple(sorted(s.value for s in TaskStatus if s.value not in ("queued", "running")))
+# The statuses a run ends in (parked: waiting for a spec review that timed out).
+STATUSES = tuple(
+    sorted(s.value for s in TaskStatus if s.value not in ("queued", "running", "awaiting_review"))
+)
 SOURCE_CHECK_TIMEOUT = 10  # seconds for `git rev-parse` on a source repository
 
 
@@ -258,15 +261,16 @@ def load_suite(
             mode_override=mode_override, model_override=model_override,
             max_goal_chars=max_goal_chars,
         )  # fmt: skip
-        if spec is None:
-            continue
-        if spec.id in seen:
+        task_id = raw.data.get("id") if isinstance(raw.data, dict) else None
+        if isinstance(task_id, str) and task_id in seen:
             errors.append(
-                (raw.lines(("id",)), f"task {spec.id!r}: id already used on line {seen[spec.id]}")
+                (raw.lines(("id",)), f"task {task_id!r}: id already used on line {seen[task_id]}")
             )
             continue
-        seen[spec.id] = raw.lines(("id",))
-        tasks.append(spec)
+        if isinstance(task_id, str):
+            seen[task_id] = raw.lines(("id",))
+        if spec is not None:
+            tasks.append(spec)
     if errors:
         raise SuiteError(path, errors)
     return Suite(path=path, tasks=tuple(tasks))
@@ -289,58 +293,31 @@ def _check_task(
             return defaults_lines(loc)
         return raw.lines(loc)
 
+    fields = None
     try:
         fields = _TaskFields.model_validate(merged)
     except ValidationError as exc:
         for err in exc.errors():
             message = err["msg"]
-            if err["type"] == "string_pattern_mismatch":
+            if err["type"] == "extra_forbidden":
+                model = ExpectSpec if err["loc"][:1] == ("expect",) else _TaskFields
+                message = f"unknown field; known: {', '.join(model.model_fields)}"
+            elif err["type"] == "string_pattern_mismatch":
                 message = (
                     "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
                 )
             errors.append((line_of(err["loc"]), f"{_where(raw, index, err['loc'])}: {message}"))
-        return None
-    problems: list[tuple[tuple, str]] = []
-    mode = options["mode_override"] or fields.mode or config.modes.default
-    if not options["mode_override"] and fields.mode is not None:
-        if fields.mode not in KNOWN_MODES:
-            problems.append((("mode",), f"unknown mode {fields.mode!r}; choose one of "
-                             f"{', '.join(RUNNABLE_MODES)}"))  # fmt: skip
-        elif fields.mode not in RUNNABLE_MODES:
-            problems.append((("mode",), f"mode {fields.mode!r} is not available in this "
-                             f"version; choose one of {', '.join(RUNNABLE_MODES)}"))  # fmt: skip
-    if fields.skill and fields.skill not in config.skills:
-        known = ", ".join(sorted(config.skills)) or "none configured"
-        problems.append((("skill",), f"unknown skill {fields.skill!r}; known: {known}"))
-    if fields.model and not options["model_override"] and fields.model not in config.models:
-        problems.append((("model",), f"unknown model alias {fields.model!r}; configured: "
-                         f"{', '.join(sorted(config.models))}"))  # fmt: skip
-    limit = options["max_goal_chars"]
-    if limit and len(fields.goal) > limit:
-        problems.append((("goal",), f"the goal has {len(fields.goal)} characters; at most {limit}"))
-    for number, command in enumerate(fields.verification):
-        if not command.strip():
-            problems.append((("verification", number), "an empty verification command"))
-    if fields.expect is not None:
-        for status in fields.expect.statuses():
-            if status not in STATUSES:
-                problems.append((("expect", "status"), f"unknown status {status!r}; one of "
-                                 f"{', '.join(STATUSES)}"))  # fmt: skip
-    source = None
-    if fields.source is not None:
-        source, problem = _check_source(base, fields.source, fields.ref)
-        if problem:
-            problems.append((("ref",) if problem.startswith("ref") else ("source",), problem))
-    elif fields.ref is not None:
-        problems.append((("ref",), "`ref` needs a `source` that is a git repository"))
+    # The checks against the configuration and the disk run on whatever fields have the right
+    # type, so one run reports every problem of the task.
+    problems, source = _semantic_problems(merged, base, config, options)
     for loc, message in problems:
         errors.append((line_of(loc), f"{_where(raw, index, loc)}: {message}"))
-    if problems:
+    if fields is None or problems:
         return None
     return TaskSpec(
         id=fields.id,
         goal=fields.goal,
-        mode=mode,
+        mode=options["mode_override"] or fields.mode or config.modes.default,
         line=raw.line,
         source=source,
         ref=fields.ref,
@@ -349,6 +326,52 @@ def _check_task(
         model=options["model_override"] or fields.model or "",
         expect=fields.expect,
     )
+
+
+def _text(data: dict, key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _semantic_problems(data: dict, base: Path, config, options) -> tuple[list, Path | None]:
+    problems: list[tuple[tuple, str]] = []
+    mode = _text(data, "mode")
+    if not options["mode_override"] and mode is not None:
+        if mode not in KNOWN_MODES:
+            problems.append((("mode",), f"unknown mode {mode!r}; choose one of "
+                             f"{', '.join(RUNNABLE_MODES)}"))  # fmt: skip
+        elif mode not in RUNNABLE_MODES:
+            problems.append((("mode",), f"mode {mode!r} is not available in this "
+                             f"version; choose one of {', '.join(RUNNABLE_MODES)}"))  # fmt: skip
+    skill = _text(data, "skill")
+    if skill and skill not in config.skills:
+        known = ", ".join(sorted(config.skills)) or "none configured"
+        problems.append((("skill",), f"unknown skill {skill!r}; known: {known}"))
+    model = _text(data, "model")
+    if model and not options["model_override"] and model not in config.models:
+        problems.append((("model",), f"unknown model alias {model!r}; configured: "
+                         f"{', '.join(sorted(config.models))}"))  # fmt: skip
+    goal, limit = _text(data, "goal"), options["max_goal_chars"]
+    if goal and limit and len(goal) > limit:
+        problems.append((("goal",), f"the goal has {len(goal)} characters; at most {limit}"))
+    commands = data.get("verification")
+    for number, command in enumerate(commands if isinstance(commands, list) else []):
+        if isinstance(command, str) and not command.strip():
+            problems.append((("verification", number), "an empty verification command"))
+    expect = data.get("expect")
+    statuses = expect.get("status") if isinstance(expect, dict) else None
+    for status in [statuses] if isinstance(statuses, str) else statuses or []:
+        if isinstance(status, str) and status not in STATUSES:
+            problems.append((("expect", "status"), f"unknown status {status!r}; one of "
+                             f"{', '.join(STATUSES)}"))  # fmt: skip
+    source, raw_source, ref = None, _text(data, "source"), _text(data, "ref")
+    if raw_source is not None:
+        source, problem = _check_source(base, raw_source, ref)
+        if problem:
+            problems.append((("ref",) if problem.startswith("ref") else ("source",), problem))
+    elif ref is not None:
+        problems.append((("ref",), "`ref` needs a `source` that is a git repository"))
+    return problems, source
 
 
 def is_git_repository(directory: Path) -> bool:
