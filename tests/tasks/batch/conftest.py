@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.evolution.conftest import evolution_queue  # noqa: F401  (a fixture used here)
 from tests.support import ROOT, manage, server_env
 
 SHIPPED = (ROOT / "agentkit.yaml").read_text()
