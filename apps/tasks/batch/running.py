@@ -22,9 +22,10 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from apps.tasks.batch.outcomes import Outcome, outcome_of
-from apps.tasks.batch.services import batch_label, batch_task_create
+from apps.tasks.batch.services import batch_label, batch_task_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
+from apps.tasks.runner import run_task
 from apps.tasks.services import ApplicationError, task_request_cancel
 
 EXECUTORS = ("inline", "rq")
@@ -67,6 +68,22 @@ class _State:
     running: set[int] = field(default_factory=set)
 
 
+def warm_up(config) -> None:
+    """The process's one-time start-up before the clock starts (both are cached for the
+    process): probing the sandbox backends, the TLS context of the model clients, importing
+    the tools (read_file loads its grammars), so the report's wall time is the tasks' own."""
+    from apps.engine.llm.gateway import tls_context
+    from apps.engine.sandbox import Sandbox
+    from apps.tools.builtin.registry import available_tool_names, tool_class
+    from apps.tools.builtin.symbols import supported_languages_phrase
+
+    Sandbox.from_config(config.sandbox)
+    tls_context()
+    for name in available_tool_names():
+        tool_class(name)
+    supported_languages_phrase()
+
+
 async def run_batch(
     suite: Suite, *, user, config, options: BatchOptions, progress: Progress
 ) -> BatchRun:
@@ -93,12 +110,12 @@ async def run_batch(
         async with slots:
             if state.stopping:
                 return await sync_to_async(outcome_of)(spec=spec, task_id=None)
-            task = await sync_to_async(batch_task_create, thread_sensitive=False)(
-                spec=spec,
-                user=user,
-                label=run.label,
-                workspaces_dir=options.workspaces_dir,
-                config=config,
+            # Copies in parallel; rows one at a time (SQLite writers would only wait on each other).
+            root = await sync_to_async(batch_workspace_copy, thread_sensitive=False)(
+                spec=spec, label=run.label, workspaces_dir=options.workspaces_dir
+            )
+            task = await sync_to_async(batch_task_create)(
+                spec=spec, user=user, root=root, label=run.label, config=config
             )
             state.task_ids[spec.id] = task.pk
             state.running.add(task.pk)
@@ -109,8 +126,6 @@ async def run_batch(
                 if options.executor == "rq":
                     await _run_on_rq(task.pk, options, state)
                 else:
-                    from apps.tasks.runner import run_task
-
                     await run_task(task.pk)
             finally:
                 state.running.discard(task.pk)

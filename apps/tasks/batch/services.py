@@ -81,16 +81,26 @@ def _git(command: list[str], spec: TaskSpec) -> None:
         )
 
 
-def batch_task_create(*, spec: TaskSpec, user, label: str, workspaces_dir: Path, config) -> Task:
-    """Copy the task's source into workspaces_dir/<label>/<id>, make it a workspace of `user`,
-    and create the queued Task. A failed copy leaves no directory and no rows behind."""
+def batch_workspace_copy(*, spec: TaskSpec, label: str, workspaces_dir: Path) -> Path:
+    """A fresh copy of the task's source at workspaces_dir/<label>/<id> (an empty directory
+    when it has none). A failed copy leaves nothing behind."""
     target = (Path(workspaces_dir) / label / spec.id).resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         _copy_source(spec, target)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    return target
+
+
+def batch_task_create(*, spec: TaskSpec, user, root: Path, label: str, config) -> Task:
+    """Make `root` a workspace of `user` and create the queued Task in it. On failure the copy
+    is removed and no rows are left."""
+    try:
         with transaction.atomic():
             name = re.sub(r"[^\w.-]+", "-", f"{label}-{spec.id}")[:100]
-            workspace = workspace_create(name=name, root_dir=target, members=[user])
+            workspace = workspace_create(name=name, root_dir=root, members=[user])
             if spec.verification:
                 workspace.verification_commands = list(spec.verification)
                 workspace.save(update_fields=["verification_commands"])
@@ -104,5 +114,5 @@ def batch_task_create(*, spec: TaskSpec, user, label: str, workspaces_dir: Path,
                 model=spec.model,
             )
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
         raise

@@ -123,6 +123,8 @@ def test_no_more_tasks_run_at_once_than_the_concurrency(batch_env):
     assert done.returncode == 0, done.stdout + done.stderr
     tasks = json.loads(report.read_text())["tasks"]
     assert all(t["status"] == "completed" for t in tasks)
+    # The file's `model: paced` reached the runner: its script answered.
+    assert all(t["model"] == "paced" and t["answer"].startswith("one two") for t in tasks)
     assert _max_overlap(tasks) == 2  # bounded, and actually concurrent
 
 

@@ -8,7 +8,13 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.engine.config import ConfigError
 from apps.tasks.batch import report
 from apps.tasks.batch.progress import ConsoleProgress
-from apps.tasks.batch.running import EXECUTORS, BatchOptions, check_executor, run_batch
+from apps.tasks.batch.running import (
+    EXECUTORS,
+    BatchOptions,
+    check_executor,
+    run_batch,
+    warm_up,
+)
 from apps.tasks.batch.services import batch_user
 from apps.tasks.batch.spec import SuiteError, load_suite
 from apps.tasks.conf import agent_config
@@ -92,6 +98,8 @@ class Command(BaseCommand):
             f"{len(suite.tasks)} tasks from {suite.path} · concurrency {batch_options.concurrency}"
             f" · executor {executor} · as {user.get_username()}"
         )
+        if executor == "inline":
+            warm_up(config)
         progress = ConsoleProgress(self.stdout, len(suite.tasks), live=sys.stdout.isatty())
         try:
             run = asyncio.run(
