@@ -12,7 +12,8 @@ BAR_WIDTH = 24
 
 
 def outcome_line(outcome: Outcome) -> str:
-    parts = [outcome.status, f"{outcome.steps} steps", f"{outcome.tokens} tokens"]
+    steps = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}"
+    parts = [outcome.status, steps, f"{outcome.tokens} tokens"]
     if outcome.duration_s is not None:
         parts.append(f"{outcome.duration_s:.1f} s")
     if outcome.expectation_met is not None:
