@@ -1,5 +1,6 @@
 """Evolution parity: a batch task that fails is scheduled for evolution and learned from exactly
-like the same task sent from the chat (the runner's lifecycle hook does both)."""
+like the same task sent from the chat (the runner's lifecycle hook does both). The batch task is
+also a chat task to see: in its owner's sidebar (conversations) and in admin."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import textwrap
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from apps.evolution.models import Lesson
 from apps.tasks.models import Task
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_failed_batch_task_is_scheduled_and_learned_from_like_a_chat_task(
-    demo, config_file, evolution_queue, settings, tmp_path
+    demo, config_file, evolution_queue, settings, tmp_path, admin_client
 ):
     user, _workspace, root = demo
     config_file(gives_up_config())
@@ -58,3 +60,10 @@ def test_a_failed_batch_task_is_scheduled_and_learned_from_like_a_chat_task(
     assert learned[chat_task] and learned[chat_task] == learned[batch_task]
     for task_id in (chat_task, batch_task):
         assert Task.objects.get(pk=task_id).status == "gave_up_after_reflections"
+
+    owner = Client()
+    owner.force_login(user)
+    listed = owner.get("/api/conversations").json()["conversations"]
+    assert batch_task in [task["id"] for c in listed for task in c["tasks"]]
+    page = admin_client.get(f"/admin/tasks/task/{batch_task}/change/")
+    assert page.status_code == 200 and GOAL in page.content.decode()
