@@ -3,11 +3,13 @@ database and a real Redis), and the command waits for them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
 import subprocess
 import sys
+import time
 
 from redis import Redis
 from rq import Queue
@@ -20,11 +22,13 @@ def _private_db(redis_url: str, number: int = 7) -> str:
     return re.sub(r"/\d+$", f"/{number}", redis_url)
 
 
-def test_executor_rq_runs_the_tasks_on_workers_and_waits_for_them(batch_env, redis_url):
-    url = _private_db(redis_url)
+@contextlib.contextmanager
+def rq_worker(batch_env, redis_url: str, number: int):
+    """One real worker (its own process) on queue `agent` of a private Redis database."""
+    url = _private_db(redis_url, number)
     Redis.from_url(url).flushdb()
     env = {**batch_env.env, "REDIS_URL": url}
-    log = batch_env.tmp / "rq-worker.log"
+    log = batch_env.tmp / f"rq-worker-{number}.log"
     with open(log, "wb") as out:
         worker = subprocess.Popen(
             [sys.executable, "manage.py", "rqworker", "agent", "--worker-class",
@@ -32,6 +36,18 @@ def test_executor_rq_runs_the_tasks_on_workers_and_waits_for_them(batch_env, red
             cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
+        yield url, env, log
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
+def test_executor_rq_runs_the_tasks_on_workers_and_waits_for_them(batch_env, redis_url):
+    with rq_worker(batch_env, redis_url, 7) as (url, env, log):
         suite = batch_env.suite(
             "rq.jsonl",
             "".join(
@@ -52,13 +68,46 @@ def test_executor_rq_runs_the_tasks_on_workers_and_waits_for_them(batch_env, red
         assert [t["status"] for t in tasks] == ["completed"] * 3
         finished = Queue("agent", connection=Redis.from_url(url)).finished_job_registry
         assert sorted(finished.get_job_ids()) == sorted(f"task-{t['task_id']}" for t in tasks)
-    finally:
-        worker.send_signal(signal.SIGTERM)
+
+
+def test_ctrl_c_with_executor_rq_cancels_the_running_and_the_waiting_jobs(batch_env, redis_url):
+    with rq_worker(batch_env, redis_url, 8) as (_url, env, log):
+        suite = batch_env.suite(
+            "rq-slow.yaml",
+            """
+            - {id: slow-1, mode: direct_chat, model: slow, goal: talk}
+            - {id: slow-2, mode: direct_chat, model: slow, goal: talk}
+            """,
+        )
+        report = batch_env.tmp / "rq-slow.json"
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "run_tasks", str(suite), "--executor", "rq",
+             "--concurrency", "2", "--report", str(report)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
         try:
-            worker.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+            # One worker: one job runs (its task streams), the other waits in the queue.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                running = batch_env.query(
+                    "SELECT COUNT(*) FROM tasks_task t JOIN tasks_taskevent e ON e.task_id = t.id "
+                    "WHERE t.model = 'slow' AND t.status = 'running' AND e.type = 'token'"
+                )[0][0]
+                if running:
+                    break
+                time.sleep(0.2)
+            assert running, log.read_text()
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 130, out + err
+        tasks = json.loads(report.read_text())["tasks"]
+        assert [t["status"] for t in tasks] == ["cancelled", "cancelled"], tasks
+        ids = [t["task_id"] for t in tasks]
+        rows = batch_env.query("SELECT status FROM tasks_task WHERE id IN (?, ?)", *ids)
+        assert rows == [("cancelled",), ("cancelled",)]
 
 
 def test_executor_rq_without_redis_url_is_refused_before_anything_runs(batch_env):
