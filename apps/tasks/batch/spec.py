@@ -1,4 +1,5 @@
-"""A batch file (`run_tasks FILE`): YAML or JSONL tasks, read and checked before anything runs.
+"""A batch file (`run_tasks FILE`): YAML or JSONL tasks, read (reading.py) and checked before
+anything runs.
 
 YAML: a list of tasks, or a mapping with `tasks:` and optional `defaults:` (fields every task
 inherits unless it sets them). JSONL: one task object per line. A task:
@@ -24,15 +25,14 @@ as one `SuiteError`, so a user fixes the whole file in one go.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from apps.tasks.batch.reading import RawTask, node_line, read_jsonl, read_yaml
 from apps.tasks.models import TaskStatus
 from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
 
@@ -125,94 +125,8 @@ def _as_tuple(value: str | list[str] | None) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-# ── reading ────────────────────────────────────────────────────────────────────────────────────
-@dataclass
-class _Raw:
-    """One task as read: its data, the line it starts on, and a way to find a field's line."""
-
-    data: Any
-    line: int
-    lines: Any  # callable(loc) -> line
-
-
-def _node_line(node: yaml.Node | None, loc: tuple, default: int) -> int:
-    """The line of the deepest node along `loc` (mapping keys / sequence indexes)."""
-    line = default
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            found = next((v for k, v in node.value if getattr(k, "value", None) == part), None)
-            if found is None:
-                return line
-            key = next(k for k, v in node.value if v is found)
-            line, node = key.start_mark.line + 1, found
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
-            if part >= len(node.value):
-                return line
-            node = node.value[part]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _read_yaml(path: Path, text: str, errors: list) -> tuple[list[_Raw], dict, Any]:
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        errors.append((mark.line + 1 if mark else 0, f"not valid YAML: {problem}"))
-        return [], {}, None
-    defaults_node = None
-    defaults: Any = {}
-    tasks_node, tasks = root, data
-    if isinstance(data, dict):
-        tasks_node = next((v for k, v in root.value if k.value == "tasks"), None)
-        defaults_node = next((v for k, v in root.value if k.value == "defaults"), None)
-        tasks, defaults = data.get("tasks"), data.get("defaults") or {}
-        for key_node, _ in root.value:
-            if key_node.value not in ("tasks", "defaults"):
-                errors.append(
-                    (
-                        key_node.start_mark.line + 1,
-                        f"unknown top-level key {key_node.value!r}; "
-                        "a batch file has `tasks:` and optionally `defaults:`",
-                    )
-                )
-        if tasks is None:
-            errors.append((1, "no `tasks:` list: add one entry per task"))
-            return [], {}, None
-    if not isinstance(tasks, list):
-        line = tasks_node.start_mark.line + 1 if tasks_node is not None else 1
-        errors.append((line, "expected a list of tasks (each a mapping with id, goal, ...)"))
-        return [], {}, None
-    raws = []
-    for item_node, item in zip(tasks_node.value, tasks, strict=True):
-        start = item_node.start_mark.line + 1
-        raws.append(_Raw(item, start, lambda loc, n=item_node, s=start: _node_line(n, loc, s)))
-    if defaults and not isinstance(defaults, dict):
-        errors.append((defaults_node.start_mark.line + 1, "`defaults:` must be a mapping"))
-        defaults = {}
-    return raws, defaults, defaults_node
-
-
-def _read_jsonl(text: str, errors: list) -> list[_Raw]:
-    raws = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            errors.append((number, f"not valid JSON: {exc.msg} (column {exc.colno})"))
-            continue
-        raws.append(_Raw(item, number, lambda loc, n=number: n))
-    return raws
-
-
 # ── checking ───────────────────────────────────────────────────────────────────────────────────
-def _where(raw: _Raw, index: int, loc: tuple) -> str:
+def _where(raw: RawTask, index: int, loc: tuple) -> str:
     name = raw.data.get("id") if isinstance(raw.data, dict) else None
     label = f"task {name!r}" if isinstance(name, str) and name else f"task #{index + 1}"
     path = ".".join(str(part) for part in loc)
@@ -239,10 +153,10 @@ def load_suite(
     defaults: dict = {}
     defaults_lines = lambda loc: 0  # noqa: E731
     if path.suffix.lower() == ".jsonl":
-        raws = _read_jsonl(text, errors)
+        raws = read_jsonl(text, errors)
     else:
-        raws, defaults, defaults_node = _read_yaml(path, text, errors)
-        defaults_lines = lambda loc: _node_line(defaults_node, loc, 1)  # noqa: E731
+        raws, defaults, defaults_node = read_yaml(path, text, errors)
+        defaults_lines = lambda loc: node_line(defaults_node, loc, 1)  # noqa: E731
     if defaults:
         try:
             _Defaults.model_validate(defaults)
