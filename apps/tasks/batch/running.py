@@ -31,6 +31,7 @@ from apps.tasks.services import ApplicationError, task_request_cancel
 
 EXECUTORS = ("inline", "rq")
 TICK_SECONDS = 0.5
+MAX_THREADS = 64  # SQLite serializes writers anyway; PostgreSQL's connections are finite
 
 
 class Progress(Protocol):
@@ -99,7 +100,8 @@ async def run_batch(
     loop = asyncio.get_running_loop()
     # Each running task keeps a few calls in threads at once (event rows, its cancel watcher);
     # the default pool (CPUs + 4 threads) would make tasks queue behind each other's writes.
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=4 * options.concurrency + 4))
+    threads = min(4 * options.concurrency + 4, MAX_THREADS)
+    loop.set_default_executor(ThreadPoolExecutor(max_workers=threads))
     started = time.monotonic()
 
     def on_interrupt() -> None:
