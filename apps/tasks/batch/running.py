@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from asgiref.sync import sync_to_async
+from django.db import connections
 from django.utils import timezone
 
 from apps.tasks.batch.outcomes import Outcome, outcome_of
@@ -113,6 +114,7 @@ async def run_batch(
         progress.interrupted(len(state.running))
         cancelling.append(loop.create_task(_cancel_all(state, options)))
 
+    creator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-create")
     cancelling: list[asyncio.Task] = []
     handled = _add_sigint(loop, on_interrupt)
     ticker = loop.create_task(_tick(progress))
@@ -121,11 +123,12 @@ async def run_batch(
         async with slots:
             if state.stopping:
                 return await sync_to_async(outcome_of)(spec=spec, task_id=None)
-            # Copies in parallel; rows one at a time (SQLite writers would only wait on each other).
+            # Copies in parallel; rows one at a time on their own thread (SQLite writers would
+            # only wait on each other, and Django's shared sync thread serves the runs' reads).
             root = await sync_to_async(batch_workspace_copy, thread_sensitive=False)(
                 spec=spec, label=run.label, workspaces_dir=options.workspaces_dir
             )
-            task = await sync_to_async(batch_task_create)(
+            task = await sync_to_async(batch_task_create, thread_sensitive=False, executor=creator)(
                 spec=spec, user=user, root=root, label=run.label, config=config
             )
             state.task_ids[spec.id] = task.pk
@@ -159,6 +162,8 @@ async def run_batch(
         ticker.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await ticker
+        creator.submit(connections.close_all)  # the creating thread's database connection
+        creator.shutdown(wait=False)
         if handled:
             with contextlib.suppress(Exception):
                 loop.remove_signal_handler(signal.SIGINT)
