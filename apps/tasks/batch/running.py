@@ -143,7 +143,9 @@ async def run_batch(
                     await run_task(task.pk)
             finally:
                 state.running.discard(task.pk)
-            outcome = await sync_to_async(outcome_of)(spec=spec, task_id=task.pk)
+            outcome = await sync_to_async(outcome_of, thread_sensitive=False)(
+                spec=spec, task_id=task.pk
+            )
             progress.task_finished(outcome)
             return outcome
 
