@@ -2,10 +2,14 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from apps.dashboard.views import dashboard_page
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("django-rq/", include("django_rq.urls")),
+    path("dashboard/", dashboard_page, name="dashboard"),
+    path("", include("apps.specs.urls")),
     path("", include("apps.tasks.urls")),
 ]

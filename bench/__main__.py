@@ -1,4 +1,10 @@
-"""Run every benchmark module in bench/ (or the ones named on the command line)."""
+"""Run every benchmark module in bench/ (or the ones named on the command line), then print the
+scoreboard (bench/_targets.py): each figure next to its target, from bench/results/*.json.
+
+    python -m bench                 # every benchmark, then the whole table
+    python -m bench NAME [NAME...]  # those benchmarks, then their rows of the table
+    python -m bench --table         # only the table, from the results files as they are
+"""
 
 from __future__ import annotations
 
@@ -16,12 +22,25 @@ def discover() -> list[str]:
     return sorted(p.stem for p in here.glob("*.py") if not p.stem.startswith("_"))
 
 
+def scoreboard(names: list[str] | None, durations: dict[str, float]) -> str:
+    from bench._targets import TARGETS, evaluate, render
+
+    table = render(evaluate(benchmarks=names), durations)
+    untargeted = sorted(set(names or discover()) - {target.benchmark for target in TARGETS})
+    if untargeted:
+        table += f"\nno target (figures in their results files): {', '.join(untargeted)}"
+    return table
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["--table"]:
+        print(scoreboard(None, {}))
+        return 0
     names = argv or discover()
     if not names:
         print("no benchmarks yet (add bench/<name>.py with a main())")
         return 0
-    failed = []
+    failed, durations = [], {}
     for name in names:
         started = time.monotonic()
         print(f"-- running bench/{name}.py", flush=True)
@@ -30,7 +49,12 @@ def main(argv: list[str]) -> int:
         except Exception as exc:  # keep going: one broken benchmark must not hide the others
             failed.append(name)
             print(f"!! bench/{name}.py failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(f"-- bench/{name}.py took {time.monotonic() - started:.1f} s", flush=True)
+        durations[name] = time.monotonic() - started
+        print(f"-- bench/{name}.py took {durations[name]:.1f} s", flush=True)
+    print("\n== scoreboard (bench/_targets.py; figures from bench/results/*.json)")
+    print(scoreboard(None if not argv else names, durations))
+    if failed:
+        print(f"!! failed: {', '.join(failed)} (their rows show the last results written)")
     return 1 if failed else 0
 
 

@@ -1,15 +1,29 @@
 """Engine overhead per tool-call step, and peak memory of a long task.
 
 A task of N steps: each step the model (zero latency) says one short sentence and calls a no-op
-tool; after N calls it answers. Engine overhead = wall time of the run minus the time spent
-waiting on the model's stream, divided by the steps: the loop, events, delta batching, schema
-validation, loop detection, conversation bookkeeping. Measured with the scripted provider in
-process, and over HTTP against the fake LLM server running in its own process.
+tool; after N calls it answers. Engine overhead = time of the run minus the time spent waiting
+on the model's stream: the loop, events, delta batching, schema validation, loop detection,
+the compression check (the model client answers `complete`, as the gateway does, so the engine
+sets up a compressor), conversation bookkeeping. Measured with the scripted provider in process,
+and over HTTP against the fake LLM server running in its own process.
+
+Marginal step (the target, <= 35 µs): what one more tool-call step costs, without what a task
+costs once (start, prompt, the final answer, the hook). Tasks of 10, 20, 40 and 60 steps run in
+rounds; each round's least-squares slope of engine overhead against steps is one sample. Measured
+on the thread's CPU time (time.thread_time), so that other processes on a shared machine do not
+count; the wall-clock slope is reported beside it. The scripted provider's log of requests is
+cleared after each call (it would hold every prompt of the task: the collector's work on it is
+the model's, not the engine's). Figures: median and min of the round slopes, and the slopes
+fitted through the per-size minimums and medians; the load average beside them.
+
+Per step: engine overhead of a 50-step task divided by its 51 model calls (fixed costs included),
+on the thread's CPU time in process (the wall time per step beside it), on the wall clock over
+HTTP.
 
 plan_exec row: the same task as a plan_exec run, so every step also goes through the phase
 machinery (budget and auto-advance bookkeeping before the step, the whitelist check before the
-tool runs, the shell-filter binding around it); react and plan_exec tasks alternate so machine
-load hits both alike. The target: plan_exec's per-step overhead within 10 % of react's.
+tool runs, the shell-filter binding around it); react and plan_exec tasks alternate (ABBA) so
+machine load hits both alike. The target: plan_exec's per-step overhead within 10 % of react's.
 
 Peak memory: tracemalloc over one 200-step task in process (the scripted provider's own log of
 requests is cleared after each call, so the figure is the engine's and the conversation's).
@@ -19,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -34,15 +49,29 @@ from apps.engine.tools import Tool, ToolResult, ToolSet
 from bench._harness import report, summarize
 
 STEPS_PER_TASK = 50
-TASKS_IN_PROCESS = 40
+TASKS_IN_PROCESS = 60
+MARGINAL_STEPS = (10, 20, 40, 60)
+MARGINAL_ROUNDS = 50
+WARMUP_ROUNDS = 3
 TASKS_OVER_HTTP = 8
 MEMORY_STEPS = 200
 
 
+# A fixed usage per call: the scripted model then skips its prompt-cache simulation (which
+# serializes the whole prompt on every call), so its own work stays small and the same at every
+# step, and does not crowd the engine's data out of the CPU caches between steps.
+USAGE = {"input_tokens": 1000, "output_tokens": 5}
+
+
 def script(steps: int) -> list[dict]:
     return [
-        {"text": "All steps done.", "match": f"^step {steps}$", "repeat": True},
-        {"text": "Next step.", "tool_calls": [{"name": "noop", "arguments": {}}], "repeat": True},
+        {"text": "All steps done.", "match": f"^step {steps}$", "repeat": True, "usage": USAGE},
+        {
+            "text": "Next step.",
+            "tool_calls": [{"name": "noop", "arguments": {}}],
+            "repeat": True,
+            "usage": USAGE,
+        },
     ]
 
 
@@ -62,26 +91,50 @@ class NoopTool(Tool):
 
 
 class TimedModel:
-    """Wraps a model client and adds up the time spent waiting on its streams."""
+    """Wraps a model client and adds up the time spent waiting on its streams (on `clock`)."""
 
-    def __init__(self, inner, *, after_call=None) -> None:
+    def __init__(self, inner, *, after_call=None, clock=time.perf_counter) -> None:
         self.inner = inner
         self.after_call = after_call
+        self.clock = clock
         self.waited = 0.0
 
+    async def complete(self, request, *, model=None):
+        """A whole answer (a summary): with it, the engine sets up context compression, and
+        checks the prompt's size before every model call, as it does on the gateway."""
+        started = self.clock()
+        try:
+            return await self.inner.complete(request, model=model)
+        finally:
+            self.waited += self.clock() - started
+
     async def stream(self, request, *, model=None):
+        # The engine stops reading at the final response and closes this stream. Closing the
+        # model's own stream (the gateway's, the provider's) is the model's time too: it is done
+        # in the same timed wait as the response (fewer clock calls, each a system call on the
+        # CPU clock, whose cost falls partly on the engine's side).
         deltas = aiter(self.inner.stream(request, model=model))
-        while True:
-            started = time.perf_counter()
-            try:
-                delta = await anext(deltas)
-            except StopAsyncIteration:
-                self.waited += time.perf_counter() - started
-                break
-            self.waited += time.perf_counter() - started
-            yield delta
-        if self.after_call is not None:
-            self.after_call()
+        clock, closed = self.clock, False
+        try:
+            while True:
+                started = clock()
+                try:
+                    delta = await anext(deltas)
+                except StopAsyncIteration:
+                    self.waited += clock() - started
+                    return
+                if delta.response is not None:
+                    await deltas.aclose()
+                    closed = True
+                self.waited += clock() - started
+                yield delta
+        finally:
+            if not closed:  # stopped early (a failure): close it, timed as the model's
+                started = clock()
+                await deltas.aclose()
+                self.waited += clock() - started
+            if self.after_call is not None:
+                self.after_call()
 
 
 # plan_exec: noop allowed in every phase, so the run stays in planning and each step is checked.
@@ -92,18 +145,19 @@ NOOP_POLICY = PhasePolicy(
 
 
 async def run_task(
-    gateway, cfg, steps: int, *, after_call=None, mode: str = "react"
+    gateway, cfg, steps: int, *, after_call=None, mode: str = "react", clock=time.perf_counter
 ) -> tuple[float, float, int]:
-    """(wall seconds, seconds waiting on the model, events) for one task of `steps` tool calls."""
-    model = TimedModel(gateway, after_call=after_call)
+    """(seconds, seconds waiting on the model, events) for one task of `steps` tool calls, on
+    `clock` (the wall clock by default)."""
+    model = TimedModel(gateway, after_call=after_call, clock=clock)
     engine = ReActEngine(model, ToolSet([NoopTool()]), cfg, phase_policy=NOOP_POLICY)
-    started = time.perf_counter()
+    started = clock()
     events = 0
     task = AgentTask(task_id=1, goal="go", max_steps=steps + 1, mode=mode)
     async for event in engine.run(task):
         events += 1
         last = event
-    wall = time.perf_counter() - started
+    wall = clock() - started
     if last.data["status"] != "completed" or last.data["steps"] != steps + 1:
         raise RuntimeError(f"benchmark task did not complete as scripted: {last.data}")
     return wall, model.waited, events
@@ -124,36 +178,116 @@ def config(models: dict | None = None, max_steps: int = 1000):
     )
 
 
-def per_step_us(samples: list[tuple[float, float, int]], steps: int) -> dict:
-    overhead = [(wall - waited) / (steps + 1) * 1e6 for wall, waited, _ in samples]
-    total = [wall / (steps + 1) * 1e6 for wall, _, _ in samples]
+def per_step_us(
+    samples: list[tuple[float, float, int]], steps: int, walls: list[float] | None = None
+) -> dict:
+    """Overhead per step from (elapsed, waited, events) samples on one clock; `walls`: the
+    tasks' wall-clock times when the samples are on the CPU clock (else the samples' own)."""
+    overhead = [(elapsed - waited) / (steps + 1) * 1e6 for elapsed, waited, _ in samples]
+    walls = walls if walls is not None else [elapsed for elapsed, _, _ in samples]
     return {
         "overhead_us": summarize(overhead),
-        "wall_us": summarize(total),
+        "wall_us": summarize([wall / (steps + 1) * 1e6 for wall in walls]),
         "events_per_task": statistics.median(events for _, _, events in samples),
     }
 
 
 async def in_process() -> tuple[dict, dict, float]:
     """(react, plan_exec, median of the paired ratios): the two kinds of task alternate, and
-    each plan_exec task is compared with the react task run just before it, so that a load
-    change on a shared machine moves both sides of a ratio alike."""
+    each plan_exec task is compared with the react task run next to it (just before or just
+    after, in turn), so that a load change on a shared machine moves both sides of a ratio alike. Overhead on the thread's CPU
+    time (as the marginal step), the wall time of each task beside it."""
     cfg = config()
     gateway = Gateway.for_script(script(STEPS_PER_TASK), config=cfg)
     provider = gateway.provider(cfg.llm.main)
     samples: dict[str, list] = {"react": [], "plan_exec": []}
-    for _ in range(TASKS_IN_PROCESS + 3):
-        for mode in samples:
-            samples[mode].append(await run_task(gateway, cfg, STEPS_PER_TASK, mode=mode))
+    walls: dict[str, list] = {"react": [], "plan_exec": []}
+    for index in range(TASKS_IN_PROCESS + 3):
+        # ABBA order: neither mode always runs second (after the other warmed the caches)
+        for mode in ("react", "plan_exec") if index % 2 == 0 else ("plan_exec", "react"):
+            started = time.perf_counter()
+            sample = await run_task(
+                gateway,
+                cfg,
+                STEPS_PER_TASK,
+                mode=mode,
+                clock=time.thread_time,
+                after_call=provider.requests.clear,
+            )
+            walls[mode].append(time.perf_counter() - started)
+            samples[mode].append(sample)
             provider.reset()
     # the first runs warm up imports and caches
     react, plan = samples["react"][3:], samples["plan_exec"][3:]
     ratios = [(pw - pm) / (rw - rm) for (rw, rm, _), (pw, pm, _) in zip(react, plan, strict=True)]
     return (
-        per_step_us(react, STEPS_PER_TASK),
-        per_step_us(plan, STEPS_PER_TASK),
+        per_step_us(react, STEPS_PER_TASK, walls["react"][3:]),
+        per_step_us(plan, STEPS_PER_TASK, walls["plan_exec"][3:]),
         statistics.median(ratios),
     )
+
+
+def slope(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line through `points`."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    covariance = sum((x - mean_x) * (y - mean_y) for x, y in points)
+    variance = sum((x - mean_x) ** 2 for x, _ in points)
+    return covariance / variance, mean_y - covariance / variance * mean_x
+
+
+def fitted(samples: dict[int, list[float]], pick) -> dict:
+    per_size = {steps: pick(values) for steps, values in samples.items()}
+    marginal, fixed = slope(list(per_size.items()))
+    return {"marginal_us": round(marginal, 2), "fixed_us": round(fixed, 1)}
+
+
+async def marginal_step() -> dict:
+    """Per mode: the round slopes of engine overhead (µs) against tool-call steps, on the
+    thread's CPU time and on the wall clock. react and plan_exec rounds alternate."""
+    cfg = config()
+    gateways = {steps: Gateway.for_script(script(steps), config=cfg) for steps in MARGINAL_STEPS}
+    clocks = {"cpu": time.thread_time, "wall": time.perf_counter}
+    modes = ("react", "plan_exec")
+    raw = {
+        (mode, name): {steps: [] for steps in MARGINAL_STEPS} for mode in modes for name in clocks
+    }
+    slopes = {key: [] for key in raw}
+    for index in range(WARMUP_ROUNDS + MARGINAL_ROUNDS):
+        sizes = MARGINAL_STEPS if index % 2 == 0 else MARGINAL_STEPS[::-1]
+        for mode in modes:
+            for name, clock in clocks.items():
+                points = []
+                for steps in sizes:
+                    provider = gateways[steps].provider(cfg.llm.main)
+                    elapsed, waited, _ = await run_task(
+                        gateways[steps],
+                        cfg,
+                        steps,
+                        mode=mode,
+                        clock=clock,
+                        after_call=provider.requests.clear,
+                    )
+                    provider.reset()
+                    points.append((steps, (elapsed - waited) * 1e6))
+                if index < WARMUP_ROUNDS:  # imports, caches, the allocator's arenas
+                    continue
+                for steps, overhead in points:
+                    raw[mode, name][steps].append(overhead)
+                slopes[mode, name].append(slope(points)[0])
+    # The machine may be shared: its load says how far CPU times are inflated (caches, cores).
+    figures: dict = {
+        "steps": list(MARGINAL_STEPS),
+        "rounds": MARGINAL_ROUNDS,
+        "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+    for (mode, name), samples in raw.items():
+        figures.setdefault(mode, {})[name] = {
+            "round_slopes_us": summarize(slopes[mode, name]),
+            "fit_of_minimums": fitted(samples, min),
+            "fit_of_medians": fitted(samples, statistics.median),
+        }
+    return figures
 
 
 def phase_checks_us(steps: int = 20_000) -> float:
@@ -207,9 +341,11 @@ async def peak_memory() -> dict:
 def main() -> dict:
     from tests.fakes.llm_server import running_in_subprocess
 
+    marginal = asyncio.run(marginal_step())
     react, plan_exec, ratio = asyncio.run(in_process())
     checks = phase_checks_us()
     figures = {
+        "marginal_step": marginal,
         "steps_per_task": STEPS_PER_TASK,
         "in_process": react,
         "plan_exec_in_process": plan_exec,
@@ -223,12 +359,32 @@ def main() -> dict:
             figures["over_http"] = asyncio.run(over_http(f"{url}/v1"))
     figures["memory"] = asyncio.run(peak_memory())
     inproc, http, memory = figures["in_process"], figures["over_http"], figures["memory"]
+    cpu, wall = marginal["react"]["cpu"], marginal["react"]["wall"]
     table = [
-        ("in-process overhead / step (median)", f"{inproc['overhead_us']['median']:.1f} µs"),
-        ("in-process overhead / step (p90)", f"{inproc['overhead_us']['p90']:.1f} µs"),
+        (
+            "marginal step, CPU (median / min of round slopes)",
+            f"{cpu['round_slopes_us']['median']:.1f} / {cpu['round_slopes_us']['min']:.1f} µs"
+            " (target <= 35 µs)",
+        ),
+        (
+            "marginal step, CPU (fit of medians / of minimums)",
+            f"{cpu['fit_of_medians']['marginal_us']:.1f} / "
+            f"{cpu['fit_of_minimums']['marginal_us']:.1f} µs",
+        ),
+        ("load average (1 min) after those rounds", f"{marginal['load_average_1m']:.2f}"),
+        (
+            "marginal step, wall (median of round slopes)",
+            f"{wall['round_slopes_us']['median']:.1f} µs",
+        ),
+        (
+            "plan_exec marginal step, CPU (median of round slopes)",
+            f"{marginal['plan_exec']['cpu']['round_slopes_us']['median']:.1f} µs",
+        ),
+        ("in-process overhead / step, CPU (median)", f"{inproc['overhead_us']['median']:.1f} µs"),
+        ("in-process overhead / step, CPU (p90)", f"{inproc['overhead_us']['p90']:.1f} µs"),
         ("in-process wall / step (median)", f"{inproc['wall_us']['median']:.1f} µs"),
         (
-            "plan_exec in-process overhead / step (median)",
+            "plan_exec in-process overhead / step, CPU (median)",
             f"{plan_exec['overhead_us']['median']:.1f} µs",
         ),
         ("plan_exec / react overhead (median of pairs)", f"{ratio:.2f}x (target <= 1.10x)"),

@@ -16,6 +16,16 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+SPEC_REVIEW_ON = "spec_review:\n  enabled: true"
+
+
+def without_spec_review(text: str) -> str:
+    """agentkit.yaml text (the shipped one) with the spec review gate off: for tests of what a
+    plan_exec run does once its spec is confirmed (tests/specs covers the gate itself)."""
+    assert SPEC_REVIEW_ON in text, "the config has no 'spec_review: enabled: true' to turn off"
+    return text.replace(SPEC_REVIEW_ON, "spec_review:\n  enabled: false")
+
+
 VENV_BIN = Path(sys.executable).parent
 
 

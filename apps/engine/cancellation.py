@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from asyncio import current_task
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -88,7 +89,7 @@ class Interrupter:
         if self._cause is None:
             self._cause = cause
         task = self._waiting
-        if task is not None and self._cancelled_task is None and task is not _current_task():
+        if task is not None and self._cancelled_task is None and task is not current_task():
             self._cancelled_task = task
             task.cancel()
 
@@ -100,7 +101,7 @@ class Interrupter:
         if self._cause is not None:
             _discard(awaitable)
             raise self._cause()
-        task = _current_task()
+        task = current_task()
         self._waiting = task
         try:
             result = await awaitable
@@ -110,7 +111,8 @@ class Interrupter:
             raise
         finally:
             self._waiting = None
-        if self._took_back(task):  # the awaitable swallowed our cancellation
+        # the awaitable swallowed our cancellation (checked inline: this runs on every wait)
+        if self._cancelled_task is task and self._took_back(task):
             raise self._cause()  # type: ignore[misc]
         return result
 
@@ -120,7 +122,3 @@ class Interrupter:
             return False
         self._cancelled_task = None
         return task.uncancel() == 0
-
-
-def _current_task() -> asyncio.Task | None:
-    return asyncio.current_task()

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -85,11 +85,24 @@ class Compression:
         }
 
 
+_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
+
+
 def message_chars(message: Message) -> int:
     size = len(message.content) + len(message.role)
     for call in message.tool_calls:
-        size += len(call.name) + len(json.dumps(call.arguments, sort_keys=True))
+        size += len(call.name) + len(_sorted_json(call.arguments))
     return size
+
+
+def estimate_prompt_chars(
+    messages: Sequence[Message],
+    system: Sequence[TextBlock] = (),
+    tools: Sequence[ToolSpec] = (),
+) -> int:
+    chars = sum(len(block.text) for block in system)
+    chars += sum(len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in tools)
+    return chars + sum(message_chars(m) for m in messages)
 
 
 def estimate_prompt_tokens(
@@ -97,10 +110,41 @@ def estimate_prompt_tokens(
     system: Sequence[TextBlock] = (),
     tools: Sequence[ToolSpec] = (),
 ) -> int:
-    chars = sum(len(block.text) for block in system)
-    chars += sum(len(t.name) + len(t.description) + len(json.dumps(t.input_schema)) for t in tools)
-    chars += sum(message_chars(m) for m in messages)
+    chars = estimate_prompt_chars(messages, system, tools)
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
+
+
+class PromptSize:
+    """estimate_prompt_tokens of a run's prompt, kept up to date at the cost of what was added:
+    the system blocks and tools are measured once, each message once. The run's messages only
+    grow between compressions, which put a new list in their place; another list, or a list
+    whose counted part changed its length or last message, is measured again from the start."""
+
+    __slots__ = ("_chars", "_counted", "_fixed", "_fixed_of", "_last", "_messages")
+
+    def __init__(self) -> None:
+        self._fixed_of: tuple[object, object] | None = None
+        self._fixed = 0
+        self._messages: list[Message] | None = None
+        self._counted, self._chars, self._last = 0, 0, None
+
+    def tokens(
+        self, messages: list[Message], system: Sequence[TextBlock], tools: Sequence[ToolSpec]
+    ) -> int:
+        of = self._fixed_of
+        if of is None or of[0] is not system or of[1] is not tools:
+            self._fixed_of, self._fixed = (system, tools), estimate_prompt_chars((), system, tools)
+        counted = self._counted
+        if (
+            messages is not self._messages
+            or len(messages) < counted
+            or (counted and messages[counted - 1] is not self._last)
+        ):
+            self._messages, counted, self._chars = messages, 0, 0
+        if len(messages) > counted:
+            self._chars += sum(message_chars(m) for m in messages[counted:])
+            self._counted, self._last = len(messages), messages[-1]
+        return (self._fixed + self._chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 def split_points(messages: Sequence[Message], keep_first: int, keep_last: int) -> tuple[int, int]:
@@ -235,12 +279,17 @@ class Compressor:
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         goal: str | None = None,
+        size: PromptSize | None = None,
     ) -> Compression | None:
         """A compressed conversation when the prompt is over the threshold and there is a middle
         to summarize that is larger than a summary may be; else None (the messages stay as they are). `goal`: the run's request; when
         earlier conversation turns fill the kept first messages and the request itself falls in
-        the middle, it is repeated verbatim after the summary."""
-        before = estimate_prompt_tokens(messages, system, tools)
+        the middle, it is repeated verbatim after the summary. `size`: the run's PromptSize
+        (the same figure as estimate_prompt_tokens, without measuring the whole prompt again)."""
+        if size is not None:
+            before = size.tokens(messages, system, tools)
+        else:
+            before = estimate_prompt_tokens(messages, system, tools)
         if before <= self.threshold_for(model):
             return None
         head_end, tail_start = split_points(messages, self.config.keep_first, self.config.keep_last)
@@ -318,11 +367,15 @@ class Compressor:
         return deterministic_summary(middle, goal)
 
 
-async def compress_run(compressor: Compressor | None, run: RunState) -> AsyncIterator[Event]:
+async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
     """The engine's call site, before each model call on the run's own context: past the
-    threshold, the middle of the conversation becomes a summary, and a `compression` event."""
+    threshold, the middle of the conversation becomes a summary; returns its `compression`
+    event. Below the threshold (every step but a few) it only adds up what the run appended."""
     if compressor is None:
-        return
+        return None
+    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
+    if size <= compressor.threshold_for(run.task.model):
+        return None
     done = await run.interrupter.guard(
         compressor.compress_if_needed(
             run.messages,
@@ -330,12 +383,13 @@ async def compress_run(compressor: Compressor | None, run: RunState) -> AsyncIte
             tools=run.specs,
             model=run.task.model,
             goal=run.task.goal,
+            size=run.prompt_size,
         )
     )
     if done is None:
-        return
+        return None
     run.messages = done.messages
     run.usage += done.usage
     run.cost += done.cost
     run.llm_calls += done.llm_calls
-    yield run.event("compression", step=run.steps, **done.event_data())
+    return run.event("compression", step=run.steps, **done.event_data())

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from apps.engine.config_specs import PlannerConfig, SpecReviewConfig
+
 PROVIDERS = ("openai", "anthropic", "scripted")
 MODES = ("direct_chat", "react", "plan_exec", "team_collab")
 # Tool names the shipped tool set knows. Kept here (not imported from apps.tools) so the
@@ -426,6 +428,8 @@ class AgentkitConfig(Section):
     pitfalls: PitfallsConfig = PitfallsConfig()
     executor: ExecutorConfig = ExecutorConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    spec_review: SpecReviewConfig = SpecReviewConfig()  # config_specs.py
+    planner: PlannerConfig = PlannerConfig()
 
     # Where the file was read from; relative paths inside it (scripts) resolve against this.
     base_dir: Path = Field(default=Path("."), exclude=True)

@@ -48,6 +48,12 @@ class GaveUp(Finished):
     status = "gave_up_after_reflections"
 
 
+class Parked(Finished):
+    """No decision on the spec within spec_review.timeout_seconds: the run ends, not failed."""
+
+    status = "parked"
+
+
 # Kinds of failure, so the Emergency tier (fallback.py) classifies by exception type.
 class TimedOut(Failed):
     """The run's wall-time limit (react.max_wall_seconds) passed."""

@@ -20,12 +20,10 @@ port: the run still ends with an `error` event, `task_finished` and its hook, th
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
 consumer that stops reading included — can skip it.
 
-The state of a run is a RunState (run_state.py); the engine keeps none, so runs may overlap.
-Helpers with their own module: streaming.py (delta batching), loop_detection.py, prompt.py,
-cancellation.py (cancel token, wall-time limit), compressor.py (compress_run, before a model
-call), verification_gate.py (the final-answer gate: verify, re-inject, reflect, give up),
-reflexion.py (its texts and checks), phases.py, fallback.py (error structs, Emergency rules),
-recovery.py (when to retry, start_attempt, emergency).
+A `prelude` (plan_exec's spec stage, spec_stage.py: plan, review) runs after task_started.
+State: RunState (run_state.py); the engine keeps none. Helpers: streaming.py, loop_detection.py,
+prompt.py, cancellation.py, compressor.py, verification_gate.py (verify, re-inject, reflect, give
+up), reflexion.py, phases.py, fallback.py (error structs, Emergency), recovery.py.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 
 from apps.engine import fallback, phases, recovery, reflexion, verification_gate
@@ -52,7 +50,7 @@ from apps.engine.flow import (
 )
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
-from apps.engine.loop_detection import LoopDetector, describe_calls
+from apps.engine.loop_detection import LoopDetector, LoopVerdict, describe_calls
 from apps.engine.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
 from apps.engine.prompt import build_system_prompt, canonical_tools
@@ -62,6 +60,7 @@ from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolResult, ToolSet
 
 log = logging.getLogger(__name__)
+Prelude = Callable[[RunState, CancellationToken | None], AsyncIterator[Event]]
 
 
 class ReActEngine:
@@ -78,6 +77,7 @@ class ReActEngine:
         phase_policy: PhasePolicy | None = None,
         fallback: FallbackChainConfig | None = None,
         salvager: Salvager | None = None,
+        prelude: Prelude | None = None,
     ):
         self.model = model
         self.tools = tools or ToolSet()
@@ -93,6 +93,7 @@ class ReActEngine:
         # The failure chain of react runs (fallback.py); None: a failed attempt ends the run.
         self.fallback = fallback
         self.salvager = salvager
+        self.prelude = prelude  # after task_started, before step 1 (plan_exec: spec_stage.py)
 
     async def execute(
         self, task: AgentTask, *, cancel: CancellationToken | None = None
@@ -126,6 +127,10 @@ class ReActEngine:
                             unavailable_tools=run.unavailable_tools,
                             max_steps=run.max_steps,
                         )
+                        if self.prelude is not None:
+                            async for event in self.prelude(run, cancel):
+                                yield event
+                            self._arm(run, cancel)  # the work's time budget starts now
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
                         self._arm(run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps
@@ -195,8 +200,8 @@ class ReActEngine:
         """One streamed model call; its text goes out as batched token events (unless `show`
         is False: the reflect call's text is shown whole, in its own event)."""
         if request is None:  # the run's own context: compressed first when it grew too long
-            async for event in compress_run(self.compressor, run):
-                yield event
+            if (compressed := await compress_run(self.compressor, run)) is not None:
+                yield compressed
             request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
         run.reply, shown = None, False
@@ -276,14 +281,16 @@ class ReActEngine:
             any_error = any_error or not result.ok
         acted = any(call.name not in self.non_action_tools for call in calls)
         action = describe_calls(calls) if acted else None
-        async for event in self._detect_loop(run, action, "\n".join(observations), any_error):
-            yield event
+        if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
+            async for event in self._on_loop(run, verdict):
+                yield event
 
     async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
         if run.task.mode != "direct_chat" and (problem := reflexion.not_an_answer(reply)):
-            async for event in self._detect_loop(run, None, prefix=problem):
-                yield event
+            if verdict := run.detector.record(None):
+                async for event in self._on_loop(run, verdict, prefix=problem):
+                    yield event
             raise Redirect(Message("user", problem))
         reason = run.tracker is not None and not run.nudged and reflexion.unfinished(reply.content)
         if reason:  # plan_exec: an answer that says it is unfinished goes back once (R10)
@@ -307,19 +314,11 @@ class ReActEngine:
         return text
 
     # ── quality-loop hooks ─────────────────────────────────────────────────────────────────────
-    async def _detect_loop(
-        self,
-        run: RunState,
-        action: str | None,
-        observation: str = "",
-        error: bool = False,
-        *,
-        prefix: str = "",
+    async def _on_loop(
+        self, run: RunState, verdict: LoopVerdict, *, prefix: str = ""
     ) -> AsyncIterator[Event]:
-        """First detection: warn the model (one recovery message); if it goes on: stop."""
-        verdict = run.detector.record(action, observation, error=error)
-        if verdict is None:
-            return
+        """The loop detector's verdict on a step (run.detector.record): first detection: warn
+        the model (one recovery message); if it goes on: stop."""
         if verdict.fatal:
             raise LoopStopped(error=fallback.loop_detected(verdict))
         warning = fallback.loop_suspected(verdict)
@@ -392,6 +391,7 @@ class ReActEngine:
             "cancelled": self.hooks.on_task_cancelled,
             # Gave up is a failure for whoever learns from outcomes (seed 000 KTD-8).
             "gave_up_after_reflections": self.hooks.on_task_failed,
+            "parked": self.hooks.on_task_parked,
         }[result.status]
         try:
             await hook(result)

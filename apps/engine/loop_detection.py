@@ -1,4 +1,4 @@
-"""Deterministic loop detection on hashes of what the agent did and what it saw.
+"""Deterministic loop detection on what the agent did and what it saw.
 
 The engine records one entry per step: the action (the step's tool calls as canonical text, or
 None for a reply that took no action) and its observation. Four patterns count as a loop:
@@ -12,11 +12,15 @@ Polling a slow process is none of these: its action repeats but its observation 
 detection asks for a recovery (`fatal=False`: tell the model and go on); if the very next step
 still shows a loop the verdict is fatal. A step outside any loop ends the warning. `reset()`
 forgets everything (after a reflection or a re-injected verification failure).
+
+Recording a step costs the same however long the run is: actions and observations are compared
+as text (the strings the conversation holds anyway, equal or not, no hashing), the runs of equal
+entries that end at the newest one are counted as entries arrive, and the alternation window is
+only walked when the entry two steps back has the newest one's outcome.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import deque
 from collections.abc import Sequence
@@ -38,22 +42,16 @@ class LoopVerdict:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    action: bytes | None  # hash of the action; None: a reply without action
-    outcome: bytes  # hash of (action, observation)
+    action: str | None  # the action's canonical text; None: a reply without action
+    outcome: tuple[str, str] | None  # (action, observation); None: a reply without action
     error: bool
-    action_text: str  # for messages
 
     @property
     def summary(self) -> str:
-        return _shorten(self.action_text)
+        return _shorten(self.action or "")
 
 
-def _digest(*parts: str) -> bytes:
-    hasher = hashlib.blake2b(digest_size=12)
-    for part in parts:
-        hasher.update(part.encode("utf-8", "surrogatepass"))
-        hasher.update(b"\x00")
-    return hasher.digest()
+_NO_ACTION = _Entry(None, None, False)
 
 
 def _shorten(text: str, limit: int = 160) -> str:
@@ -72,10 +70,15 @@ class LoopDetector:
         )
         self._window: deque[_Entry] = deque(maxlen=size)
         self._warned = False
+        # Lengths of the runs that end at the newest entry: same outcome, same failing action,
+        # no action. They count entries since the last reset, so a run as long as a threshold
+        # is exactly "the last `threshold` entries of the window are alike".
+        self._same_outcome = self._same_failure = self._no_action = 0
 
     def reset(self) -> None:
         self._window.clear()
         self._warned = False
+        self._same_outcome = self._same_failure = self._no_action = 0
 
     def record(
         self, action: str | None, observation: str = "", *, error: bool = False
@@ -83,11 +86,20 @@ class LoopDetector:
         """Record one step; returns a verdict when the recent steps form a loop."""
         if not self.config.enabled:
             return None
+        window = self._window
+        previous = window[-1] if window else None
         if action is None:
-            entry = _Entry(None, _digest("\x01no-action"), False, "")
+            entry = _NO_ACTION
+            self._no_action += 1
+            self._same_outcome = self._same_failure = 0
         else:
-            entry = _Entry(_digest(action), _digest(action, observation), error, action)
-        self._window.append(entry)
+            entry = _Entry(action, (action, observation), error)
+            self._no_action = 0
+            alike = previous is not None and previous.outcome == entry.outcome
+            self._same_outcome = self._same_outcome + 1 if alike else 1
+            repeated = previous is not None and previous.error and previous.action == action
+            self._same_failure = (self._same_failure + 1 if repeated else 1) if error else 0
+        window.append(entry)
         found = self._find()
         if found is None:
             self._warned = False
@@ -105,36 +117,37 @@ class LoopDetector:
 
     def _find(self) -> tuple[Pattern, str] | None:
         cfg = self.config
-        last = self._window[-1]
+        window = self._window
+        last = window[-1]
         if last.action is not None:
-            tail = self._tail(cfg.repeat_threshold)
-            if tail and all(e.outcome == last.outcome for e in tail):
+            if self._same_outcome >= cfg.repeat_threshold:
                 return "repeat", (
-                    f"You have run `{last.summary}` {len(tail)} times in a row and got the same "
-                    "result each time. Repeating it will not change anything: try a different "
-                    "approach, or give your final answer if you are done."
+                    f"You have run `{last.summary}` {cfg.repeat_threshold} times in a row and got "
+                    "the same result each time. Repeating it will not change anything: try a "
+                    "different approach, or give your final answer if you are done."
                 )
-            tail = self._tail(cfg.error_threshold)
-            if tail and all(e.action == last.action and e.error for e in tail):
+            if self._same_failure >= cfg.error_threshold:
                 return "error_repeat", (
-                    f"`{last.summary}` has failed {len(tail)} times in a row. Read the error "
-                    "message, change the arguments or use another tool instead of retrying it "
-                    "as it is."
+                    f"`{last.summary}` has failed {cfg.error_threshold} times in a row. Read the "
+                    "error message, change the arguments or use another tool instead of retrying "
+                    "it as it is."
                 )
-            tail = self._tail(cfg.alternation_window)
+            count = cfg.alternation_window
+            # A, B, A, B ...: the entry two back must be the newest one again (cheap to rule out).
+            if count >= 3 and (len(window) < count or window[-3].outcome != last.outcome):
+                return None
+            tail = self._tail(count)
             if tail and self._alternates(tail):
                 return "alternation", (
                     f"You are alternating between `{tail[-2].summary}` and `{last.summary}` "
                     f"without progress ({len(tail)} steps). Stop and decide on a different next "
                     "step, or give your final answer."
                 )
-        else:
-            tail = self._tail(cfg.monologue_threshold)
-            if tail and all(e.action is None for e in tail):
-                return "monologue", (
-                    f"Your last {len(tail)} replies took no action. Call a tool to make "
-                    "progress, or give your final answer as a complete reply."
-                )
+        elif self._no_action >= cfg.monologue_threshold:
+            return "monologue", (
+                f"Your last {cfg.monologue_threshold} replies took no action. Call a tool to make "
+                "progress, or give your final answer as a complete reply."
+            )
         return None
 
     @staticmethod
@@ -149,14 +162,17 @@ class LoopDetector:
         )
 
 
+_canonical = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) does
+
+
 def describe_calls(calls: Sequence[ToolCall]) -> str:
     """Canonical text of a step's action (sorted keys), for loop detection."""
+    if len(calls) == 1:  # the usual step: no generator, no join
+        call = calls[0]
+        arguments = call.raw_arguments if call.arguments_error else _canonical(call.arguments)
+        return f"{call.name} {arguments}"
     return "; ".join(
         f"{call.name} "
-        + (
-            call.raw_arguments
-            if call.arguments_error
-            else json.dumps(call.arguments, sort_keys=True)
-        )
+        + (call.raw_arguments if call.arguments_error else _canonical(call.arguments))
         for call in calls
     )

@@ -5,6 +5,8 @@
   verifier (apps/engine/verify.py) to it.
 - `Salvager`: what a run that ended in Emergency changed (the runner asks git).
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
+- `ReviewGate`: stores a task's spec revisions and the person's decision on each (apps/specs
+  implements it on the database, so the decision may come from any process).
 
 Events need no port: `ReActEngine.run()` yields them and the runner (apps/tasks/runner.py) is the
 one place that persists and broadcasts them.
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from apps.engine.llm.types import ChatRequest, StreamDelta
+from apps.engine.spec import SpecDraft
 from apps.engine.task import TaskResult
 
 
@@ -58,3 +61,54 @@ class TaskHooks:
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
         return None
+
+    async def on_task_parked(self, result: TaskResult) -> None:
+        """The spec review timed out: the task waits, parked, for a later decision."""
+        return None
+
+
+# ── the spec review gate (apps/engine/spec_stage.py) ────────────────────────────────────────────
+@dataclass(frozen=True, slots=True)
+class StoredSpec:
+    spec_id: int
+    revision: int
+    status: str  # draft, pending_review, confirmed, rejected, parked, executing, done, failed
+    draft: SpecDraft
+    feedback: str = ""  # a rejected revision: what the reviewer asked for
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDecision:
+    decision: str  # confirmed, rejected, timed_out, cancelled
+    feedback: str = ""
+
+
+class ReviewGate(Protocol):
+    """One task's specs and their reviews. Every method is safe to call from the event loop
+    (the implementation runs its I/O off the loop)."""
+
+    async def latest(self) -> StoredSpec | None:
+        """The task's newest revision (a continuation run starts from it), or None."""
+        ...
+
+    async def store(self, draft: SpecDraft) -> StoredSpec:
+        """Store `draft` as the task's next revision (status draft)."""
+        ...
+
+    async def open(self, spec_id: int) -> str:
+        """Request a person's review of the spec: its review id; task awaiting_review."""
+        ...
+
+    async def wait(self, review_id: str, timeout: float) -> ReviewDecision | None:
+        """The person's decision, or None when `timeout` seconds pass without one. Must see a
+        decision given in any process (poll the store at a bounded interval)."""
+        ...
+
+    async def close(self, review_id: str, decision: str) -> ReviewDecision:
+        """Resolve a still pending review as `decision` (timed_out, cancelled); returns the
+        decision that holds — a person's, when theirs came first."""
+        ...
+
+    async def set_status(self, spec_id: int, status: str) -> None:
+        """Move the spec (and the task where it follows) to `status`: parked, executing..."""
+        ...

@@ -11,6 +11,7 @@ from typing import Any
 
 from apps.engine import fallback
 from apps.engine.cancellation import Interrupter
+from apps.engine.compressor import PromptSize
 from apps.engine.events import Event, EventType
 from apps.engine.flow import Cancelled, Finished
 from apps.engine.llm.types import ChatResponse, Message, TextBlock, ToolSpec, Usage
@@ -30,6 +31,7 @@ class RunState:
     unavailable_tools: list[str] = field(default_factory=list)
     system: tuple[TextBlock, ...] = ()
     messages: list[Message] = field(default_factory=list)
+    prompt_size: PromptSize = field(default_factory=PromptSize)  # compression's running count
     max_steps: int = 1
     verify: bool = False
     detector: LoopDetector = field(default_factory=LoopDetector)
@@ -53,13 +55,12 @@ class RunState:
     original_error: str | None = None  # Emergency: the failure's own text (owner only)
 
     def event(self, type: EventType, **data: Any) -> Event:
-        self.seq += 1
-        return Event(
-            type=type, task_id=self.task.task_id, seq=self.seq, ts=datetime.now(UTC), data=data
-        )
+        self.seq += 1  # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
+        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
     def usage_so_far(self) -> dict[str, int]:
-        return UsageTotals.of(self.usage, self.llm_calls).model_dump()
+        """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
+        return {**self.usage.as_dict(), "llm_calls": self.llm_calls}
 
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=fallback.interrupted())

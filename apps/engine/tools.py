@@ -1,8 +1,10 @@
 """Tools the agent can call: the `Tool` base class, `ToolResult`, and `ToolSet`.
 
-A tool's `input_schema` is a JSON Schema checked once when the class is created. `ToolSet.
-safe_execute` validates the model's arguments against it before running the tool, and turns every
-problem into a `ToolResult` error the model sees next (typed `error_code`), so the loop continues:
+A tool's `input_schema` is a JSON Schema checked once when the class is created, and compiled
+then: a jsonschema validator, and a fast proof of validity for the common keywords
+(schema_check.py) that lets valid arguments skip the validator. `ToolSet.safe_execute` validates
+the model's arguments against it before running the tool, and turns every problem into a
+`ToolResult` error the model sees next (typed `error_code`), so the loop continues:
 
 - unknown tool                         -> unknown_tool
 - argument of the wrong type / value   -> tool_call_invalid
@@ -25,6 +27,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from apps.engine.llm.types import ToolSpec
+from apps.engine.schema_check import Check, compile_check
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +83,7 @@ class Tool:
     description: ClassVar[str]
     input_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
     _validator: ClassVar[Draft202012Validator]
+    _valid: ClassVar[Check | None] = None  # fast proof of validity (schema_check.py), if any
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -97,6 +101,7 @@ class Tool:
         if "additionalProperties" not in checked:
             checked = {**checked, "additionalProperties": False}
         cls._validator = Draft202012Validator(checked)
+        cls._valid = compile_check(checked)
 
     async def execute(self, **arguments: Any) -> ToolResult:  # pragma: no cover - interface
         raise NotImplementedError
@@ -105,6 +110,9 @@ class Tool:
         return ToolSpec(self.name, self.description, self.input_schema)
 
     def validate(self, arguments: Any) -> None:
+        valid = type(self)._valid  # through the class: a plain function, not a bound method
+        if valid is not None and valid(arguments):
+            return  # certainly valid; anything else goes to the full validator below
         if not isinstance(arguments, dict):
             raise ToolValidationError(
                 "tool_call_invalid",

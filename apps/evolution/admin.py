@@ -11,6 +11,8 @@ from django.urls import path
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from apps.dashboard.figures import evolution_charts
+from apps.dashboard.selectors import injections_by_day, period_days
 from apps.evolution.models import (
     EvolutionCounter,
     Lesson,
@@ -27,7 +29,7 @@ from apps.evolution.services.curation import (
     prompt_version_set_status,
 )
 from apps.evolution.services.prompts import prompt_ab_figures
-from apps.tasks.models import Workspace
+from apps.tasks.models import Task, Workspace
 from apps.tasks.services import ApplicationError
 
 
@@ -122,11 +124,19 @@ class PitfallAdmin(WorkspaceScopedAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         workspaces = visible_workspaces(request)
+        dashboard = evolution_dashboard(workspaces=workspaces)
+        days = period_days(30)
+        injections = injections_by_day(
+            tasks=Task.objects.filter(workspace__in=workspaces), days=days
+        )
+        charts = evolution_charts(by_day=dashboard.by_day, injections=injections, days=days)
         context = {
             **self.admin_site.each_context(request),
             "title": "Evolution dashboard",
             "workspaces": workspaces,
-            "dashboard": evolution_dashboard(workspaces=workspaces),
+            "dashboard": dashboard,
+            # SVG from apps/dashboard/charts.py, which escapes every label it writes
+            "charts": {name: mark_safe(svg) for name, svg in charts.items()},
         }
         return TemplateResponse(request, "evolution/dashboard.html", context)
 

@@ -167,10 +167,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         await sync_to_async(services.task_request_cancel)(task=task)
 
     async def _handle_spec_review_reply(self, content: dict) -> None:
-        raise ApplicationError(
-            "spec review is not available yet (the review gate comes with specs)",
-            {"error_code": "mode_not_available"},
+        """confirm/reject a spec review (apps/specs); a parked spec's task runs again."""
+        from apps.specs.services import spec_review_reply
+
+        outcome = await sync_to_async(spec_review_reply)(
+            user=self.user,
+            review_id=content["spec_review_id"],
+            decision=content["decision"],
+            feedback=content.get("feedback") or "",
         )
+        if outcome.continue_task:
+            task_id = outcome.spec.task_id
+            await sync_to_async(executors.task_submit)(task_id=task_id)
+            await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
     async def _follow(self, task_id: int, *, after_seq: int) -> None:
         """Join the task's group first, then replay what is stored after `after_seq`; live events

@@ -35,18 +35,26 @@ def task_submit(*, task_id: int) -> None:
                 "set it, or use executor.kind: inline",
                 {"error_code": "executor_unavailable"},
             )
-        transaction.on_commit(lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue))
+        # The job may wait for a spec review before its work: the queue's limit plus that wait.
+        wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
+        transaction.on_commit(
+            lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
+        )
     else:
         transaction.on_commit(lambda: _start_inline(task_id))
 
 
-def task_enqueue_rq(*, task_id: int, queue: str) -> None:
-    """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it)."""
+def task_enqueue_rq(*, task_id: int, queue: str, review_wait: float = 0) -> None:
+    """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
+    its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
     import django_rq
 
     from apps.tasks.jobs import run_task_job
 
-    django_rq.get_queue(queue).enqueue(run_task_job, task_id, job_id=f"task-{task_id}")
+    limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
+    django_rq.get_queue(queue).enqueue(
+        run_task_job, task_id, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
+    )
 
 
 def _serving_loop() -> asyncio.AbstractEventLoop | None:

@@ -146,6 +146,8 @@ class TaskEvent(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "seq"], name="task_event_seq_unique")
         ]
+        # The dashboard asks "did this task have a verification_result / reflection event".
+        indexes = [models.Index(fields=["task", "type"], name="task_event_task_type")]
 
     def as_message(self) -> dict:
         return {

@@ -35,6 +35,8 @@ from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
+from apps.specs.services import spec_finish_for_task
+from apps.specs.stage import close_open_reviews, spec_stage_for
 from apps.tasks.conf import agent_config
 from apps.tasks.consumers import task_group
 from apps.tasks.failure import (
@@ -133,6 +135,7 @@ def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> N
         cost=result.cost,
         finished_at=timezone.now(),
     )
+    spec_finish_for_task(task_id=task_id, completed=result.ok)  # the executed spec: done/failed
 
 
 class RunnerHooks(TaskHooks):
@@ -162,6 +165,10 @@ class RunnerHooks(TaskHooks):
 
     async def on_task_cancelled(self, result: TaskResult) -> None:
         await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
+
+    async def on_task_parked(self, result: TaskResult) -> None:
+        # Spec review timed out: the spec and task wait, parked; nothing to learn from yet.
+        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
 
 
 def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
@@ -233,8 +240,10 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     )
     skill = config.skills.get(task.skill) if task.skill else None
     spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
-    verifier = answer_verifier(ctx.verifier, ctx.root, list(dict.fromkeys(spec_commands)))
+    spec_commands = list(dict.fromkeys(spec_commands))  # a confirmed spec adds its commands
+    verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
     hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
+    stage = spec_stage_for(task, config, gateway, commands=spec_commands)
     return ReActEngine(
         gateway,
         tools,
@@ -243,6 +252,7 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
         hooks=hooks,
         fallback=config.fallback_chain,  # main → Recovery → Emergency (fallback.py)
         salvager=salvager_for(ctx.root),
+        prelude=stage,  # plan_exec: planner + review gate first (apps/specs/stage.py)
     )
 
 
@@ -286,6 +296,10 @@ async def run_task(task_id: int) -> str:
                 await recorder.record(event.type, event.data, event.ts)
     except RunAborted as aborted:
         await _abort(recorder, task, aborted.error_struct, started)
+    except asyncio.CancelledError:
+        if not recorder.finished:  # the review the run left open is resolved all the same
+            await close_open_reviews(recorder)
+        raise
     except Exception:
         log.exception("task %s crashed in the runner", task_id)
         if not recorder.finished:
@@ -315,6 +329,7 @@ async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, starte
     error_struct = scrub_struct(error_struct, recorder.paths, recorder.secrets)
     if recorder.seq == task.last_seq:  # nothing recorded yet in this run
         await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
+    await close_open_reviews(recorder)  # every review request gets its resolution
     await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})
     from apps.engine.events import ErrorStruct
 

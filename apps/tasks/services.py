@@ -251,10 +251,16 @@ def task_request_cancel(*, task) -> bool:
     False when the task had already finished."""
     from django.utils import timezone
 
+    now = timezone.now()
+    # A parked task (its spec review timed out) has no run to notice: it ends cancelled here.
+    if Task.objects.filter(pk=task.pk, status="parked").update(
+        status="cancelled", cancel_requested_at=now, finished_at=now
+    ):
+        return True
     updated = (
         Task.objects.filter(pk=task.pk, cancel_requested_at__isnull=True)
         .exclude(status__in=FINAL_STATUSES)
-        .update(cancel_requested_at=timezone.now())
+        .update(cancel_requested_at=now)
     )
     return bool(updated)
 

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import ROOT, agentkit_server
+from tests.support import ROOT, agentkit_server, without_spec_review
 
 pytestmark = pytest.mark.e2e
 
@@ -21,13 +21,15 @@ GIVES_UP = ROOT / "apps" / "engine" / "llm" / "scripts" / "plan_exec_gives_up.ya
 
 @pytest.fixture
 def demo_server(tmp_path):
-    with agentkit_server(tmp_path) as server:
+    config = tmp_path / "agentkit.yaml"  # the review gate has its own browser tests (test_specs)
+    config.write_text(without_spec_review((ROOT / "agentkit.yaml").read_text()))
+    with agentkit_server(tmp_path, AGENTKIT_CONFIG=str(config)) as server:
         yield server
 
 
 @pytest.fixture
 def gives_up_server(tmp_path):
-    shipped = (ROOT / "agentkit.yaml").read_text()
+    shipped = without_spec_review((ROOT / "agentkit.yaml").read_text())
     config = tmp_path / "agentkit.yaml"
     config.write_text(
         shipped.replace("    chunk_delay_ms: 25", f"    script: {json.dumps(str(GIVES_UP))}")

@@ -31,6 +31,9 @@ class HookRecorder(TaskHooks):
     async def on_task_cancelled(self, result: TaskResult) -> None:
         self.calls.append(("on_task_cancelled", result))
 
+    async def on_task_parked(self, result: TaskResult) -> None:
+        self.calls.append(("on_task_parked", result))
+
     @property
     def names(self) -> list[str]:
         return [name for name, _ in self.calls]

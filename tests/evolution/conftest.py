@@ -12,12 +12,13 @@ import pytest
 from rq import SimpleWorker
 
 from apps.evolution.models import EvolutionCounter
-from tests.support import ROOT
+from tests.support import ROOT, without_spec_review
 from tests.tasks.conftest import config_file, demo  # noqa: F401  (fixtures used here)
 
 GOAL = "fix the failing test in tests/test_slug.py"
 GIVES_UP = ROOT / "apps" / "engine" / "llm" / "scripts" / "plan_exec_gives_up.yaml"
-SHIPPED = (ROOT / "agentkit.yaml").read_text()
+# The review gate (tests/specs) is off: these tests learn from what runs after it.
+SHIPPED = without_spec_review((ROOT / "agentkit.yaml").read_text())
 
 
 def shipped_with(**replacements: str) -> str:

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task
 from apps.tasks.runner import run_task
-from tests.support import ROOT
+from tests.support import ROOT, without_spec_review
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
 
@@ -22,8 +22,9 @@ GOAL = "fix the failing test in tests/test_slug.py"
 GIVES_UP = ROOT / "apps" / "engine" / "llm" / "scripts" / "plan_exec_gives_up.yaml"
 
 
-async def test_plan_task_fails_verification_reflects_retries_and_passes(demo):
+async def test_plan_task_fails_verification_reflects_retries_and_passes(demo, config_file):
     user, workspace, root = demo
+    config_file(without_spec_review((ROOT / "agentkit.yaml").read_text()))  # tests/specs: gate
     task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="plan_exec")
     assert await run_task(task.pk) == "completed"
 
@@ -63,7 +64,7 @@ async def test_plan_task_fails_verification_reflects_retries_and_passes(demo):
 
 async def test_plan_task_that_never_passes_gives_up_after_reflections(demo, config_file, client):
     user, workspace, _ = demo
-    shipped = (ROOT / "agentkit.yaml").read_text()
+    shipped = without_spec_review((ROOT / "agentkit.yaml").read_text())
     config_file(
         shipped.replace("    chunk_delay_ms: 25", f"    script: {json.dumps(str(GIVES_UP))}")
     )

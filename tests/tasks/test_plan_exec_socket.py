@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import ROOT, without_spec_review
 from tests.tasks.test_consumer import open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def test_plan_message_over_the_socket_streams_phase_events_to_the_client(demo):
+async def test_plan_message_over_the_socket_streams_phase_events_to_the_client(demo, config_file):
     user, workspace, root = demo
+    config_file(without_spec_review((ROOT / "agentkit.yaml").read_text()))  # tests/specs: gate
     communicator = await open_socket(user)
     await communicator.send_json_to(
         {

@@ -24,6 +24,7 @@ from django.db import connections
 from django.utils import timezone
 
 from apps.tasks.batch.outcomes import Outcome, outcome_of
+from apps.tasks.batch.review import auto_confirm
 from apps.tasks.batch.services import batch_label, batch_task_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
@@ -49,6 +50,7 @@ class BatchOptions:
     executor: str = "inline"
     queue: str = "agent"
     poll_seconds: float = 0.2
+    review: str = "auto"  # spec reviews: auto (the batch confirms) | wait (a person does)
 
 
 @dataclass
@@ -118,6 +120,11 @@ async def run_batch(
     cancelling: list[asyncio.Task] = []
     handled = _add_sigint(loop, on_interrupt)
     ticker = loop.create_task(_tick(progress))
+    reviewer = (
+        loop.create_task(auto_confirm(user=user, running=state.running))
+        if options.review == "auto"
+        else None
+    )
 
     async def one(spec: TaskSpec) -> Outcome:
         async with slots:
@@ -161,9 +168,10 @@ async def run_batch(
             for spec in suite.tasks
         ]
     finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
+        for helper in filter(None, (ticker, reviewer)):
+            helper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await helper
         creator.submit(connections.close_all)  # the creating thread's database connection
         creator.shutdown(wait=False)
         if handled:

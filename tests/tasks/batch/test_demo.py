@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -65,6 +66,13 @@ def test_the_example_suite_runs_offline_from_a_fresh_clone_as_expected(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     check_report(json.loads((clone / "report.json").read_text()))
     assert "expected outcomes 4/4" in done.stdout
+    # plan_exec's spec review was confirmed by the batch (--review auto), in the admin's name.
+    with sqlite3.connect(clone / "var" / "db.sqlite3") as db:
+        reviews = db.execute(
+            "SELECT r.decision, u.username FROM specs_specreview r "
+            "JOIN auth_user u ON u.id = r.user_id"
+        ).fetchall()
+    assert reviews == [("confirmed", "admin")]
 
 
 def test_make_demo_runs_the_example_suite_and_writes_its_report(tmp_path):

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.engine.config import ConfigError
 from apps.tasks.batch import report
 from apps.tasks.batch.progress import ConsoleProgress
+from apps.tasks.batch.review import REVIEW_POLICIES
 from apps.tasks.batch.running import (
     EXECUTORS,
     BatchOptions,
@@ -44,6 +45,13 @@ class Command(BaseCommand):
             choices=EXECUTORS,
             help="inline: in this process; rq: on RQ workers (needs REDIS_URL). Default: "
             "executor.kind of agentkit.yaml",
+        )
+        parser.add_argument(
+            "--review",
+            choices=REVIEW_POLICIES,
+            default="auto",
+            help="plan_exec's spec reviews: auto (the batch confirms each spec; default) or wait "
+            "(a person confirms in the chat)",
         )
         parser.add_argument(
             "--user",
@@ -93,6 +101,7 @@ class Command(BaseCommand):
             concurrency=options["concurrency"],
             executor=executor,
             queue=config.executor.queue,
+            review=options["review"],
         )
         self.stdout.write(
             f"{len(suite.tasks)} tasks from {suite.path} · concurrency {batch_options.concurrency}"

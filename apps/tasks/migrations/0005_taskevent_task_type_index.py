@@ -7,9 +7,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.AddField(
-            model_name="task",
-            name="model",
-            field=models.CharField(blank=True, default="", max_length=100),
+        migrations.AddIndex(
+            model_name="taskevent",
+            index=models.Index(fields=["task", "type"], name="task_event_task_type"),
         ),
     ]

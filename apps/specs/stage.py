@@ -1,0 +1,53 @@
+"""The runner's side of the spec stage: builds it for a task (planner on the main model, the
+database review gate) and resolves the reviews a run left open. Called from apps/tasks/runner.py,
+the one bridge between engine events and the database."""
+
+from __future__ import annotations
+
+from asgiref.sync import sync_to_async
+
+from apps.engine.config import AgentkitConfig
+from apps.engine.planner import Planner
+from apps.engine.spec import SpecDraft
+from apps.engine.spec_stage import SpecStage
+from apps.specs.gate import DatabaseReviewGate
+from apps.specs.services import spec_reviews_close_pending
+
+SPEC_MODES = ("plan_exec",)
+
+
+def spec_stage_for(task, config: AgentkitConfig, model, *, commands: list[str]) -> SpecStage | None:
+    """plan_exec's spec stage for `task`, or None for modes without one. A confirmed spec's
+    verification commands are appended to `commands` (the verifier's list)."""
+    if task.mode not in SPEC_MODES:
+        return None
+
+    def add_commands(draft: SpecDraft) -> None:
+        commands.extend(c for c in draft.verification_commands if c not in commands)
+
+    planner = Planner(
+        model,
+        max_attempts=config.planner.max_attempts,
+        max_tokens=config.planner.max_tokens,
+    )
+    gate = DatabaseReviewGate(task.pk, config.spec_review)
+    return SpecStage(planner, gate, config.spec_review, on_confirmed=add_commands)
+
+
+async def close_open_reviews(recorder) -> None:
+    """Resolve as cancelled the reviews of the task still pending, each with its
+    `spec_review_resolved` event (a run that crashed or was stopped while waiting)."""
+    closed = await sync_to_async(spec_reviews_close_pending, thread_sensitive=False)(
+        task_id=recorder.task_id
+    )
+    for review in closed:
+        await recorder.record(
+            "spec_review_resolved",
+            {
+                "spec_review_id": review.review_id,
+                "spec_id": review.spec_id,
+                "revision": review.spec.revision,
+                "decision": review.decision,
+                "feedback": "",
+            },
+        )

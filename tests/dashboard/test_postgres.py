@@ -1,0 +1,69 @@
+"""The dashboard's series on PostgreSQL: the JSON lookups, the usage sums and the day buckets
+are vendor-specific SQL, so the same figures are computed on a real throwaway cluster."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support import manage, server_env
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = """
+import json
+from datetime import date, datetime, timezone
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.utils import timezone as tz
+from apps.dashboard.selectors import dashboard_data, dashboard_tasks
+from apps.evolution.models import Pitfall, PitfallInjection
+from apps.tasks.models import Task, TaskEvent, Workspace
+
+user = get_user_model().objects.create_user("alice", password="pw-123-secret")
+ws = Workspace.objects.create(name="alpha", root_dir="/tmp/alpha")
+ws.members.add(user)
+
+def task(status, day, usage, *events):
+    t = Task.objects.create(user=user, workspace=ws, mode="plan_exec", goal="g", status=status,
+                            usage=usage)
+    Task.objects.filter(pk=t.pk).update(created_at=datetime(2026, 11, day, 23, 59, tzinfo=timezone.utc))
+    for seq, (kind, data) in enumerate(events, 1):
+        TaskEvent.objects.create(task=t, seq=seq, type=kind, data=data, ts=tz.now())
+    return t
+
+def v(attempt, passed):
+    return ("verification_result", {"attempt": attempt, "passed": passed})
+
+first = task("completed", 23, {"input_tokens": 1000, "cache_read_tokens": 750}, v(1, True))
+task("completed", 22, {"input_tokens": 100}, v(1, False), v(2, False), ("reflection", {}), v(3, True))
+task("gave_up_after_reflections", 23, {}, v(1, False), v(2, False))
+pitfall = Pitfall.objects.create(workspace=ws, category="loop", trigger="t", advice="a", severity="high")
+PitfallInjection.objects.create(pitfall=pitfall, task=first, outcome="completed")
+data = dashboard_data(tasks=dashboard_tasks(user=user), days=2, today=date(2026, 11, 23))
+print(json.dumps({"vendor": connection.vendor, "outcomes": data.outcomes,
+                  "cache": data.cache_hit_rate, "verification": data.verification,
+                  "pitfalls": data.pitfalls, "recent": [t.cache_read_tokens for t in data.recent]}))
+"""
+
+
+def test_dashboard_series_are_the_same_on_postgres(postgres_url, tmp_path):
+    env = server_env(tmp_path, DATABASE_URL=postgres_url)
+    migrated = manage(env, "migrate", "--noinput", "-v", "0")
+    assert migrated.returncode == 0, migrated.stderr
+    result = manage(env, "shell", "-c", SCRIPT)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    assert figures["vendor"] == "postgresql"
+    assert figures["outcomes"]["completed"] == [1, 1]
+    assert figures["outcomes"]["gave_up_after_reflections"] == [0, 1]
+    assert figures["cache"] == [0.0, 0.75]
+    assert figures["verification"] == {
+        "first_try": [0, 1],
+        "after_reinjection": [0, 0],
+        "after_reflection": [1, 0],
+        "failed": [0, 1],
+    }
+    assert figures["pitfalls"] == {"completed": [0, 1], "failed": [0, 0], "other": [0, 0]}
+    assert figures["recent"] == [0, 750, 0]  # oldest first: day 22, then day 23 by id
