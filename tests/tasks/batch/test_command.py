@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
 from datetime import datetime
@@ -181,3 +183,39 @@ def test_ctrl_c_cancels_the_running_tasks_and_still_writes_the_report(batch_env)
         c.get("name") for c in ET.parse(junit).iter("testcase") if c.find("skipped") is not None
     ]
     assert {"slow-1", "slow-2"} <= set(skipped)
+
+
+def test_review_wait_leaves_the_spec_to_a_person_and_an_unanswered_one_parks_the_task(batch_env):
+    config = batch_env.tmp / "agentkit.yaml"
+    short = batch_env.tmp / "agentkit-review-wait.yaml"
+    text = config.read_text()
+    assert "  timeout_seconds: 1800       # no decision" in text
+    short.write_text(
+        text.replace("  timeout_seconds: 1800       # no decision", "  timeout_seconds: 1 # ")
+    )
+    suite = batch_env.suite(
+        "review-wait.yaml",
+        f"""
+        - id: plan
+          mode: plan_exec
+          source: {DEMO}
+          goal: fix the failing test in tests/test_slug.py
+          expect: {{status: parked}}
+        """,
+    )
+    report = batch_env.tmp / "review-wait.json"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "run_tasks", str(suite), "--review", "wait",
+         "--report", str(report)],
+        cwd=ROOT, env={**batch_env.env, "AGENTKIT_CONFIG": str(short)},
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [task] = json.loads(report.read_text())["tasks"]
+    assert task["status"] == "parked"
+    reviews = batch_env.query(
+        "SELECT r.decision FROM specs_specreview r JOIN specs_spec s ON s.id = r.spec_id "
+        "WHERE s.task_id = ?",
+        task["task_id"],
+    )
+    assert reviews and all(decision != "confirmed" for (decision,) in reviews)
