@@ -2,7 +2,7 @@
 PORT ?= 8000
 export PORT
 
-.PHONY: run test bench lint install
+.PHONY: run test bench lint install demo
 
 run:            ## venv, install, migrate, bootstrap, Redis + RQ worker + Daphne on 127.0.0.1:$(PORT)
 	@bash scripts/run.sh
@@ -12,6 +12,9 @@ test:           ## ruff, import-linter, the whole test suite (browser tests in t
 
 bench:          ## benchmarks under bench/, results in bench/results/*.json
 	@bash scripts/bench.sh
+
+demo:           ## migrate, bootstrap, then run_tasks examples/suite.yaml (report: var/demo-report.json)
+	@bash scripts/demo.sh
 
 lint:           ## ruff check, ruff format --check, lint-imports
 	@bash scripts/lint.sh

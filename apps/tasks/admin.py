@@ -60,6 +60,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "status",
         "mode",
         "skill",
+        "model",
         "workspace",
         "user",
         "conversation",

@@ -40,7 +40,9 @@ def task_submit(*, task_id: int) -> None:
             )
         # The job may wait for a spec review before its work: the queue's limit plus that wait.
         wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
-        transaction.on_commit(lambda: _enqueue_rq(task_id, config.executor.queue, wait))
+        transaction.on_commit(
+            lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
+        )
     else:
         transaction.on_commit(lambda: _start_inline(task_id))
 
@@ -74,13 +76,15 @@ def warm_up() -> None:
         log.info("sandbox probe at start-up failed", exc_info=True)
 
 
-def _enqueue_rq(task_id: int, queue_name: str, review_wait: float = 0) -> None:
+def task_enqueue_rq(*, task_id: int, queue: str, review_wait: float = 0) -> None:
+    """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
+    its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
     import django_rq
 
     from apps.tasks.jobs import run_task_job
 
-    limit = settings.RQ_QUEUES.get(queue_name, {}).get("DEFAULT_TIMEOUT", 3600)
-    django_rq.get_queue(queue_name).enqueue(
+    limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
+    django_rq.get_queue(queue).enqueue(
         run_task_job, task_id, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
     )
 

@@ -95,6 +95,9 @@ class Task(models.Model):
     )
     mode = models.CharField(max_length=20)
     skill = models.CharField(max_length=100, blank=True, default="")
+    # A model alias of agentkit.yaml for this task (run_tasks --model); blank: the skill's, else
+    # llm.main.
+    model = models.CharField(max_length=100, blank=True, default="")
     goal = models.TextField()
     status = models.CharField(max_length=32, choices=TaskStatus.choices, default=TaskStatus.QUEUED)
     result = models.TextField(blank=True, default="")

@@ -145,7 +145,7 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
         mode="plan_exec" if task.mode == "team_collab" else task.mode,  # team: phased runs
         system_prompt=skill.system_prompt if skill else "",
         tools=tuple(sorted(skill.tools)) if skill and skill.tools is not None else None,
-        model=skill.model if skill else None,
+        model=task.model or (skill.model if skill else None),
         # Conversation history and the volatile block of the system prompt (issue 13).
         history=conversation_history(task),
         notes=read_notes(Path(task.workspace.root_dir)),

@@ -199,6 +199,7 @@ def task_create(
     client_msg_id: str = "",
     config,
     conversation=None,
+    model: str = "",
 ):
     """Create a queued task after checking the user may use the workspace. Re-sending the same
     `client_msg_id` returns the task created the first time (no duplicate on reconnect).
@@ -241,6 +242,7 @@ def task_create(
         skill=routing.skill,
         goal=routing.text,
         client_msg_id=client_msg_id[:100],
+        model=model,
     )
 
 

@@ -1,0 +1,52 @@
+"""The user a batch runs as, --model on every task, and the live progress bar."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from apps.tasks.batch.outcomes import Outcome
+from apps.tasks.batch.progress import ConsoleProgress
+from apps.tasks.batch.services import batch_user
+from apps.tasks.batch.spec import TaskSpec
+from apps.tasks.services import ApplicationError
+
+
+@pytest.mark.django_db
+def test_the_batch_runs_as_the_bootstrap_admin_the_only_superuser_or_the_named_user(monkeypatch):
+    User = get_user_model()
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "admin")
+    with pytest.raises(ApplicationError, match=r"run 'python manage\.py bootstrap'"):
+        batch_user(username=None)
+    root = User.objects.create_superuser("root", password="x")
+    assert batch_user(username=None) == root  # the only superuser
+    User.objects.create_superuser("other", password="x")
+    with pytest.raises(ApplicationError, match="choose one with --user"):
+        batch_user(username=None)
+    admin = User.objects.create_superuser("admin", password="x")
+    assert batch_user(username=None) == admin
+    bob = User.objects.create_user("bob", password="x")
+    assert batch_user(username="bob") == bob
+    with pytest.raises(ApplicationError, match="no active user 'carol'"):
+        batch_user(username="carol")
+
+
+def test_on_a_terminal_progress_is_a_bar_redrawn_in_place_with_a_line_per_finished_task():
+    out = io.StringIO()
+    progress = ConsoleProgress(out, 2, live=True)
+    progress.task_started(TaskSpec(id="a", goal="g", mode="react", line=1), 7)
+    progress.tick()
+    progress.task_finished(Outcome(id="a", status="completed", steps=3, duration_s=1.0))
+    progress.close()
+    text = out.getvalue()
+    assert "\r\033[2K[" in text and "running 1: a" in text and "0/2" in text
+    assert "[1/2] a: completed · 3 steps" in text
+    assert text.endswith("\r\033[2K")  # the bar is cleared before the table
+
+    plain = io.StringIO()
+    progress = ConsoleProgress(plain, 2, live=False)
+    progress.task_started(TaskSpec(id="a", goal="g", mode="react", line=1), 7)
+    progress.tick()
+    assert plain.getvalue() == "[0/2] a: started as task #7 (react)\n"  # no control characters
