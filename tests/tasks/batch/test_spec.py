@@ -71,7 +71,7 @@ def test_jsonl_file_reports_every_error_with_its_line(tmp_path):
         {"id": "a", "goal": "x"}
         {"id": "b", goal: }
 
-        {"id": "c", "goal": "y", "mode": "team_collab"}
+        {"id": "c", "goal": "y", "mode": "rewoo"}
         [1, 2]
         {"id": "a", "goal": "z", "model": "nope"}
         """,
@@ -80,7 +80,7 @@ def test_jsonl_file_reports_every_error_with_its_line(tmp_path):
     assert [line for line, _ in found] == [2, 4, 5, 6, 6]
     messages = dict(found[:3])
     assert messages[2].startswith("not valid JSON: Expecting property name")
-    assert "mode 'team_collab' is not available in this version" in messages[4]
+    assert "unknown mode 'rewoo'" in messages[4]
     assert "expected a mapping" in messages[5]
     text = "\n".join(message for _, message in found)
     assert "unknown model alias 'nope'" in text and "id already used on line 1" in text
