@@ -30,6 +30,7 @@ class Outcome:
     duration_s: float | None = None
     verification: list[bool] = field(default_factory=list)  # one per verification, in order
     reflections: int = 0
+    rollback: str = "not_run"  # team_collab: completed | failed | not_run (rollback_result)
     answer: str = ""
     error: dict | None = None
     expected: dict | None = None  # the file's `expect`, as written
@@ -83,10 +84,24 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         duration_s=duration,
         verification=[bool(v.get("passed")) for v in data.get("verification") or []],
         reflections=TaskEvent.objects.filter(task=task, type="reflection").count(),
+        rollback=rollback_result(task),
         answer=task.result,
         error=task.error,
     )
     return _judged(outcome, spec)
+
+
+def rollback_result(task: Task) -> str:
+    """failed: a phase's rollback failed; completed: at least one ran and none failed;
+    not_run: no phase was rolled back."""
+    kinds = set(
+        TaskEvent.objects.filter(
+            task=task, type__in=("phase_rollback_completed", "phase_rollback_failed")
+        ).values_list("type", flat=True)
+    )
+    if "phase_rollback_failed" in kinds:
+        return "failed"
+    return "completed" if kinds else "not_run"
 
 
 def _judged(outcome: Outcome, spec: TaskSpec) -> Outcome:
@@ -104,6 +119,12 @@ def _judged(outcome: Outcome, spec: TaskSpec) -> Outcome:
         mismatches.append(
             f"verification {outcome.verification_result}, expected {expect.verification}"
         )
+    codes = expect.error_codes()
+    error_code = (outcome.error or {}).get("error_code") or ""
+    if codes and error_code not in codes:
+        mismatches.append(f"error code {error_code or 'none'}, expected {' or '.join(codes)}")
+    if expect.rollback and outcome.rollback != expect.rollback:
+        mismatches.append(f"rollback {outcome.rollback}, expected {expect.rollback}")
     if expect.min_reflections is not None and outcome.reflections < expect.min_reflections:
         mismatches.append(
             f"{outcome.reflections} reflections, expected at least {expect.min_reflections}"

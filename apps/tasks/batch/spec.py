@@ -18,6 +18,9 @@ inherits unless it sets them). JSONL: one task object per line. A task:
       answer_contains: "[^a-zA-Z0-9]+" # or a list; each must occur in the final answer
       verification: passed             # the last verification: passed | failed | not_run
       min_reflections: 1
+      error_code: phase_failed         # the task's error_struct.error_code (or a list)
+      rollback: completed              # team_collab phase rollbacks: completed (at least one,
+                                       # none failed) | failed (at least one) | not_run
 
 Every problem is collected with its line (YAML node marks; the JSONL line) and raised together
 as one `SuiteError`, so a user fixes the whole file in one go.
@@ -70,6 +73,11 @@ class ExpectSpec(_Strict):
     answer_contains: str | list[str] | None = None
     verification: Literal["passed", "failed", "not_run"] | None = None
     min_reflections: int | None = Field(default=None, ge=0)
+    error_code: str | list[str] | None = None
+    rollback: Literal["completed", "failed", "not_run"] | None = None
+
+    def error_codes(self) -> tuple[str, ...]:
+        return _as_tuple(self.error_code)
 
     def statuses(self) -> tuple[str, ...]:
         return _as_tuple(self.status)

@@ -14,6 +14,7 @@ from datetime import datetime
 from tests.support import ROOT
 
 DEMO = ROOT / "demo" / "workspace"
+BLURB = ROOT / "examples" / "workspaces" / "blurb"
 
 
 def test_suite_runs_through_the_command_and_its_report_matches_expected_outcomes(batch_env):
@@ -75,6 +76,55 @@ def test_an_outcome_that_differs_from_the_expected_one_fails_the_run_and_the_jun
     assert "ask: the answer does not contain 'no such words'" in done.stdout
     [case] = ET.parse(junit).getroot().iter("testcase")
     assert "does not contain 'no such words'" in case.find("failure").get("message")
+
+
+def test_a_team_phase_that_fails_is_rolled_back_and_the_report_checks_the_rollback(batch_env):
+    # The same failing team task twice: one expects what happens (the coder's phase fails, its
+    # rollback command removes the files it added), the other a rollback that failed.
+    task = f"""
+            mode: team_collab
+            source: {BLURB}
+            goal: add ellipsize(text, width) to blurb"""
+    suite = batch_env.suite(
+        "team.yaml",
+        f"""
+        tasks:
+          - id: honest{task}
+            expect: {{status: failed, error_code: phase_failed, rollback: completed}}
+          - id: wrong{task}
+            expect: {{rollback: failed, error_code: invalid_spec}}
+        """,
+    )
+    report = batch_env.tmp / "team.json"
+    done = batch_env.run_tasks(str(suite), "--report", str(report))
+    assert done.returncode == 1, done.stdout + done.stderr
+    tasks = {t["id"]: t for t in json.loads(report.read_text())["tasks"]}
+    assert tasks["honest"]["expectation_met"] is True
+    assert tasks["honest"]["rollback"] == "completed"
+    assert tasks["wrong"]["mismatches"] == [
+        "error code phase_failed, expected invalid_spec",
+        "rollback completed, expected failed",
+    ]
+    [(pk, root)] = batch_env.query(
+        "SELECT t.id, w.root_dir FROM tasks_task t JOIN tasks_workspace w "
+        "ON w.id = t.workspace_id WHERE t.id = ?",
+        tasks["honest"]["task_id"],
+    )
+    order = [
+        kind
+        for (kind,) in batch_env.query(
+            "SELECT type FROM tasks_taskevent WHERE task_id = ? AND type LIKE 'phase_%' "
+            "ORDER BY seq",
+            pk,
+        )
+    ]
+    assert order[-3:] == ["phase_failed", "phase_rollback_started", "phase_rollback_completed"]
+    workspace = ROOT / root
+    assert not (workspace / "blurb" / "ellipsize.py").exists()  # the phase's files are gone
+    assert not (workspace / "tests" / "test_ellipsize.py").exists()
+    assert (workspace / "blurb" / "words.py").read_text() == (
+        BLURB / "blurb" / "words.py"
+    ).read_text()
 
 
 def test_an_invalid_file_runs_nothing_and_lists_every_error(batch_env):

@@ -12,7 +12,13 @@ import sys
 
 from tests.support import ROOT, server_env
 
-SUITE_TASKS = {"react-fix-slug", "plan-verify-reflect", "summarize-notes", "chat-question"}
+SUITE_TASKS = {
+    "react-fix-slug",
+    "plan-verify-reflect",
+    "summarize-notes",
+    "chat-question",
+    "team-rollback",
+}
 
 
 def fresh_clone(target):
@@ -38,6 +44,9 @@ def check_report(report: dict) -> None:
     plan = tasks["plan-verify-reflect"]
     assert plan["verification"][0] is False and plan["verification"][-1] is True
     assert plan["reflections"] >= 1
+    team = tasks["team-rollback"]  # the coder's phase failed and was rolled back
+    assert team["status"] == "failed" and team["rollback"] == "completed"
+    assert team["error"]["error_code"] == "phase_failed"
 
 
 def test_the_example_suite_runs_offline_from_a_fresh_clone_as_expected(tmp_path):
@@ -65,14 +74,15 @@ def test_the_example_suite_runs_offline_from_a_fresh_clone_as_expected(tmp_path)
     )
     assert done.returncode == 0, done.stdout + done.stderr
     check_report(json.loads((clone / "report.json").read_text()))
-    assert "expected outcomes 4/4" in done.stdout
-    # plan_exec's spec review was confirmed by the batch (--review auto), in the admin's name.
+    assert "expected outcomes 5/5" in done.stdout
+    # plan_exec's and team_collab's spec reviews were confirmed by the batch (--review auto), in
+    # the admin's name.
     with sqlite3.connect(clone / "var" / "db.sqlite3") as db:
         reviews = db.execute(
             "SELECT r.decision, u.username FROM specs_specreview r "
             "JOIN auth_user u ON u.id = r.user_id"
         ).fetchall()
-    assert reviews == [("confirmed", "admin")]
+    assert reviews == [("confirmed", "admin"), ("confirmed", "admin")]
 
 
 def test_make_demo_runs_the_example_suite_and_writes_its_report(tmp_path):

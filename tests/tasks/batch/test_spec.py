@@ -159,5 +159,38 @@ def test_a_git_source_must_hold_the_ref(tmp_path):
 
 def test_the_example_suite_is_valid():
     suite = load_suite(ROOT / "examples" / "suite.yaml", config=CONFIG)
-    assert {task.mode for task in suite.tasks} == {"react", "plan_exec", "direct_chat"}
+    assert {task.mode for task in suite.tasks} == {
+        "react",
+        "plan_exec",
+        "direct_chat",
+        "team_collab",
+    }
     assert all(task.expect is not None for task in suite.tasks)
+
+
+def test_expected_rollback_and_error_code_are_read_and_a_bad_rollback_names_its_line(tmp_path):
+    good = write(
+        tmp_path,
+        "good.yaml",
+        """
+        - id: team
+          goal: add it
+          expect: {rollback: completed, error_code: [phase_failed, invalid_spec]}
+        """,
+    )
+    [task] = load_suite(good, config=CONFIG).tasks
+    assert task.expect.rollback == "completed"
+    assert task.expect.error_codes() == ("phase_failed", "invalid_spec")
+    bad = write(
+        tmp_path,
+        "bad.yaml",
+        """
+        - id: team
+          goal: add it
+          expect:
+            rollback: undone
+        """,
+    )
+    [(line, message)] = problems(bad)
+    assert line == 4
+    assert "expect.rollback: Input should be 'completed', 'failed' or 'not_run'" in message

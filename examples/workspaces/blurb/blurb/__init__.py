@@ -1,0 +1,1 @@
+"""Short previews of longer texts."""
