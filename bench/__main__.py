@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,9 @@ def main(argv: list[str]) -> int:
     if argv == ["--table"]:
         print(scoreboard(None, {}))
         return 0
+    if len(argv) == 2 and argv[0] == "--one":  # one benchmark, no table (the parent prints it)
+        importlib.import_module(f"bench.{argv[1]}").main()
+        return 0
     names = argv or discover()
     if not names:
         print("no benchmarks yet (add bench/<name>.py with a main())")
@@ -44,11 +48,20 @@ def main(argv: list[str]) -> int:
     for name in names:
         started = time.monotonic()
         print(f"-- running bench/{name}.py", flush=True)
-        try:
-            importlib.import_module(f"bench.{name}").main()
-        except Exception as exc:  # keep going: one broken benchmark must not hide the others
-            failed.append(name)
-            print(f"!! bench/{name}.py failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if len(names) == 1:
+            try:
+                importlib.import_module(f"bench.{name}").main()
+            except Exception as exc:
+                failed.append(name)
+                print(f"!! bench/{name}.py failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        else:
+            # Each in its own process: Django is set up once per process, on the database of the
+            # first benchmark that sets it up, and a benchmark's threads or loops must not skew the
+            # next one. One broken benchmark must not hide the others.
+            done = subprocess.run([sys.executable, "-m", "bench", "--one", name], check=False)
+            if done.returncode != 0:
+                failed.append(name)
+                print(f"!! bench/{name}.py failed (exit {done.returncode})", file=sys.stderr)
         durations[name] = time.monotonic() - started
         print(f"-- bench/{name}.py took {durations[name]:.1f} s", flush=True)
     print("\n== scoreboard (bench/_targets.py; figures from bench/results/*.json)")
