@@ -132,6 +132,35 @@ def _frame(
     )
 
 
+def _plot(
+    chart_id: str,
+    title: str,
+    description: str,
+    categories: Sequence[str],
+    axis: tuple[float, float],
+    y_label: str,
+    x_label: str,
+    fmt: Format,
+) -> tuple[list[str], float]:
+    """The opening of a chart with data: the <svg> with its title and description, then the
+    frame for `categories` on the y `axis` (top, step). Returns the parts and one category's
+    width."""
+    slot = (WIDTH - LEFT - RIGHT) / len(categories)
+    parts = _open(chart_id, title, description)
+    top, step = axis
+    _frame(
+        parts,
+        categories=categories,
+        top=top,
+        step=step,
+        y_label=y_label,
+        x_label=x_label,
+        fmt=fmt,
+        slot=slot,
+    )
+    return parts, slot
+
+
 def _legend(parts: list[str], series: Sequence[Series]) -> None:
     parts.append('<g class="legend" fill="#1d232a">')
     x = LEFT
@@ -161,24 +190,13 @@ def stacked_bars(
     totals = [sum(s.values[i] or 0 for s in series) for i in range(len(categories))]
     if not categories or not any(totals):
         return empty_chart(chart_id, title, empty)
-    top, step = nice_ceiling(max(totals), whole=fmt is integer)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    slot = plot_w / len(categories)
-    bar_w = max(1.0, slot * 0.72)
+    axis = nice_ceiling(max(totals), whole=fmt is integer)
     description = (
         f"{title}: {len(categories)} bars, stacked by {', '.join(s.name for s in series)}."
     )
-    parts = _open(chart_id, title, description)
-    _frame(
-        parts,
-        categories=categories,
-        top=top,
-        step=step,
-        y_label=y_label,
-        x_label=x_label,
-        fmt=fmt,
-        slot=slot,
-    )
+    parts, slot = _plot(chart_id, title, description, categories, axis, y_label, x_label, fmt)
+    plot_h, top = HEIGHT - TOP - BOTTOM, axis[0]
+    bar_w = max(1.0, slot * 0.72)
     parts.append('<g class="bars">')
     for i, category in enumerate(categories):
         base = 0.0
@@ -220,21 +238,10 @@ def line_chart(
     values = [v for s in series for v in s.values if v is not None]
     if not categories or not values:
         return empty_chart(chart_id, title, empty)
-    top, step = nice_ceiling(y_max if y_max is not None else max(values), whole=fmt is integer)
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    slot = plot_w / len(categories)
+    axis = nice_ceiling(y_max if y_max is not None else max(values), whole=fmt is integer)
     description = f"{title}: {len(values)} points over {len(categories)} {x_label.lower()}."
-    parts = _open(chart_id, title, description)
-    _frame(
-        parts,
-        categories=categories,
-        top=top,
-        step=step,
-        y_label=y_label,
-        x_label=x_label,
-        fmt=fmt,
-        slot=slot,
-    )
+    parts, slot = _plot(chart_id, title, description, categories, axis, y_label, x_label, fmt)
+    plot_h, top = HEIGHT - TOP - BOTTOM, axis[0]
     for s in series:
         parts.append(f'<g class="line" data-series="{_attr(s.name)}">')
         runs: list[list[str]] = [[]]
