@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import secrets
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +14,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from apps.tasks.models import FINAL_STATUSES, ApiToken, Conversation, Task, Workspace
+
+logger = logging.getLogger(__name__)
 
 
 class ApplicationError(Exception):
@@ -62,6 +67,37 @@ def admin_ensure(*, username: str, password: str | None) -> tuple[object, bool, 
     return user, False, None, updated
 
 
+def install_demo_project(source: Path, target: Path) -> None:
+    """Copy the shipped demo project to `target` and make it a git repository with one commit,
+    as a real project would be: team_collab's `@snapshot` rollback and git-aware tools then work
+    in the demo. Without git (or if it fails) the copy stays a plain directory; a team run says
+    so (`snapshot_unavailable`)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(source, target)
+    git = shutil.which("git")
+    if git is None:
+        logger.warning("git is not installed: the demo workspace is not a git repository")
+        return
+    identity = ["-c", "user.name=agentkit", "-c", "user.email=agentkit@localhost"]
+    steps = (
+        [git, "init", "-q", "-b", "main"],
+        [git, "add", "-A"],
+        [git, *identity, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "demo project"],
+    )
+    env = {  # no user or system git configuration applies (hooks, templates, signing)
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+    try:
+        for step in steps:
+            subprocess.run(step, cwd=target, env=env, check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        shutil.rmtree(target / ".git", ignore_errors=True)
+        logger.warning("the demo workspace is not a git repository: git failed (%s)", exc)
+
+
 @transaction.atomic
 def bootstrap_run(
     *, username: str, password: str | None, demo_source: Path, workspaces_dir: Path
@@ -74,8 +110,7 @@ def bootstrap_run(
             raise ApplicationError(
                 f"the demo project is missing at {demo_source}; restore it from git"
             )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(demo_source, target)
+        install_demo_project(demo_source, target)
     workspace = Workspace.objects.filter(name="demo").first()
     workspace_created = workspace is None
     if workspace is None:

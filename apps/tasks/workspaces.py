@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from django.db import transaction
 
 from apps.tasks.models import Task, TaskStatus, Workspace
-from apps.tasks.services import ApplicationError, workspace_create
+from apps.tasks.services import ApplicationError, install_demo_project, workspace_create
 
 CHUNK = 64 * 1024
 
@@ -217,5 +217,5 @@ def workspace_reset_demo(*, user, demo_source: Path, workspaces_dir: Path) -> Wo
     if not Path(demo_source).is_dir():
         raise _refuse(f"the demo project is missing at {demo_source}; restore it from git")
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(demo_source, target)
+    install_demo_project(Path(demo_source), target)
     return workspace

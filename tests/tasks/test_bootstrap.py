@@ -34,6 +34,28 @@ def test_bootstrap_creates_admin_and_demo_workspace(dirs, monkeypatch, capsys):
     assert "s3cret-pass-word" not in capsys.readouterr().out
 
 
+def _git(root, *args) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def test_the_demo_workspace_is_a_git_repository_with_the_shipped_project_committed(
+    dirs, monkeypatch
+):
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "s3cret-pass-word")
+    call_command("bootstrap")
+    demo = dirs / "workspaces" / "demo"
+    assert _git(demo, "rev-parse", "--show-toplevel").strip() == str(demo.resolve())
+    assert _git(demo, "status", "--porcelain") == ""  # everything shipped is committed
+    assert "textkit/slug.py" in _git(demo, "ls-files").split()
+    assert _git(demo, "log", "--format=%an %s").strip() == "agentkit demo project"
+
+    (demo / "textkit" / "slug.py").write_text("# edited by the agent\n")
+    call_command("bootstrap", "--reset-demo")  # a reset is a fresh repository again
+    assert _git(demo, "status", "--porcelain") == ""
+    assert len(_git(demo, "log", "--format=%H").split()) == 1
+
+
 def test_bootstrap_is_idempotent_and_keeps_agent_edits(dirs, monkeypatch):
     monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "s3cret-pass-word")
     call_command("bootstrap")
