@@ -35,6 +35,13 @@
   }
   window.agentkitEl = el;
 
+  // A note line in a task's body (phase, team, recovery notes); text after it starts a new bubble.
+  function note(view, cls, text) {
+    view.body.append(el("div", { class: "note " + cls, role: "note", text }));
+    view.text = null;
+  }
+  window.agentkitNote = note;
+
   // ── Markdown bubbles: raw text kept in JS, rendered when dirty ───────────────────────────────
   const dirty = new Set();
   let frameRequested = false;
@@ -246,6 +253,32 @@
     requestAnimationFrame(() => setTimeout(() => { window.agentkitFrameMs.push(performance.now() - t0); if (window.agentkitFrameMs.length > 5000) window.agentkitFrameMs.splice(0, 1000); }, 0));
   }
 
+  // team_collab runs phases concurrently, and each phase's events carry its `phase_id`: each
+  // phase streams into its own bubbles (its own "lane": current bubble and streamed steps, as
+  // step numbers restart per phase), so two experts' tokens never share a bubble.
+  function enterLane(view, ev) {
+    const id = ev.data && ev.data.phase_id;
+    if (id == null || ev.type === "phase_started") return null;
+    view.lanes = view.lanes || {};
+    const lane = view.lanes[id] || (view.lanes[id] = { text: null, streamedSteps: new Set() });
+    lane.outer = { text: view.text, streamedSteps: view.streamedSteps };
+    view.text = lane.text;
+    view.streamedSteps = lane.streamedSteps;
+    return lane;
+  }
+  function leaveLane(view, lane, ev) {
+    if (lane) {
+      lane.text = view.text;
+      view.text = lane.outer.text;
+      view.streamedSteps = lane.outer.streamedSteps;
+    }
+    const ended = ev.type === "task_finished" ? Object.values(view.lanes || {})
+      : lane && (ev.type === "phase_completed" || ev.type === "phase_failed") ? [lane] : [];
+    for (const done of ended) {  // a finished phase's last bubble stops streaming
+      if (done.text) { setBubble(done.text, done.text.raw, false); done.text = null; }
+    }
+  }
+
   function onEvent(ev) {
     if (ev.type === "error" && (ev.seq == null)) { protocolError(ev); return; }
     if (ev.task_id == null || typeof ev.seq !== "number") return;
@@ -257,9 +290,11 @@
     (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
     if (typeof ev.data.step === "number") meta(view, "steps", "step " + ev.data.step);
     if (ev.type !== "task_finished" && ev.data.usage) showUsage(view, ev.data.usage, ev.data.cost);
+    const lane = enterLane(view, ev);
     for (const handler of [render[ev.type], window.agentkitRenderers[ev.type]]) {
       if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
     }
+    leaveLane(view, lane, ev);
     if (ev.type === "task_started") state.forceScroll = true;
     scheduleScroll();
     if (state.current === ev.task_id && location.hash !== "#task-" + ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);

@@ -7,24 +7,8 @@
 (function () {
   "use strict";
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
-    }
-    for (const c of children) if (c != null) node.append(c);
-    return node;
-  }
-
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
-  function note(view, cls, text) {
-    view.body.append(el("div", { class: "note " + cls, role: "note", text }));
-    view.text = null;
-  }
+  const el = window.agentkitEl, note = window.agentkitNote;  // chat.js's helpers
+  const csrfToken = window.agentkitCsrf;
 
   document.head.append(el("style", { "data-from": "errors.js", text: [
     ".error-card { border:1px solid #fda29b; border-radius:8px; margin:.5rem 0; background:#fef3f2; padding:.5rem .7rem; }",

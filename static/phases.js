@@ -7,14 +7,7 @@
   const PHASES = ["planning", "building", "verification", "delivery"];
   const STATUS_LABELS = { gave_up_after_reflections: "gave up after reflections" };
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
-    }
-    for (const c of children) if (c != null) node.append(c);
-    return node;
-  }
+  const el = window.agentkitEl, note = window.agentkitNote;  // chat.js's helpers
 
   function stepper(view) {
     let node = view.root.querySelector(".phase-stepper");
@@ -44,11 +37,6 @@
     node.querySelector("[data-role=budgets]").textContent = b
       ? "round " + c.round + " · left: think " + left(c.think_used, b.think) + " · verify " + left(c.verify_used, b.verify) + " · reflect " + left(c.reflect_used, b.reflect)
       : "round " + c.round;
-  }
-
-  function note(view, cls, text) {
-    view.body.append(el("div", { class: "note " + cls, role: "note", text }));
-    view.text = null;
   }
 
   // Own styles, so the page's stylesheet needs nothing for plan_exec.

@@ -9,24 +9,8 @@
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
   const CHECK_MS = 5000;  // how often a running team task asks whether it was interrupted
 
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "class") node.className = v; else if (k === "text") node.textContent = v; else node.setAttribute(k, v);
-    }
-    for (const c of children) if (c != null) node.append(c);
-    return node;
-  }
-
-  function csrfToken() {
-    const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
-    return match ? decodeURIComponent(match[1]) : "";
-  }
-
-  function note(view, cls, text) {
-    view.body.append(el("div", { class: "note " + cls, role: "note", text }));
-    view.text = null;
-  }
+  const el = window.agentkitEl, note = window.agentkitNote;  // chat.js's helpers
+  const csrfToken = window.agentkitCsrf;
 
   document.head.append(el("style", { "data-from": "team.js", text: [
     ".team-board { padding:.3rem .7rem; font-size:.85rem; }",
