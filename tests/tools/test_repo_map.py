@@ -96,8 +96,23 @@ def test_over_budget_later_files_lose_their_definitions_first(tmp_path):
     assert [line.split(":")[0] for line in lines[:40]] == [f"mod_{i:02d}.py" for i in range(40)]
     assert lines[0].startswith("mod_00.py: helper_0_0, helper_0_1")
     assert lines[39] == "mod_39.py"  # every path, the last ones bare
-    assert lines[-1].startswith("[Map cut to its token budget: definitions shown for the first ")
-    assert "of 40 files" in lines[-1]
+    named = sum(1 for line in lines if ": helper_" in line)
+    assert 0 < named < 40
+    assert lines[-1] == (
+        f"[Map cut to its token budget: definitions shown for the first {named} of 40 files; "
+        "search finds the rest.]"
+    )
+
+
+def test_deep_paths_that_fit_keep_every_definition(tmp_path):
+    deep = "a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p"
+    for i in range(40):
+        _write(tmp_path, f"{deep}/m{i:02d}.py", f"def f{i}(): ...\n")
+
+    text = _map(tmp_path, max_tokens=300)
+
+    assert len(text) <= 300 * CHARS_PER_TOKEN
+    assert _body(text) == [f"{deep}/"] + [f"  m{i:02d}.py: f{i}" for i in range(40)]
 
 
 def test_when_paths_do_not_fit_directories_are_listed_with_their_file_counts(tmp_path):

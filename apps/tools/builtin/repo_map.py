@@ -13,10 +13,11 @@ only; files larger than MAX_PARSE_BYTES are listed without them and never read w
 
 One line per file, grouped under a line per directory, sorted, so the same tree gives the same
 bytes (the map sits in the cached prefix of the prompt). It stays within `max_tokens` (4
-characters a token): when the full map is larger, files keep their paths and lose their
-definitions, in path order from the end; when even the paths do not fit, the list stops with a
-note saying how many files were left out. The walk and the parsing stop after
-`time_limit_seconds` with a note that the map is partial. Blocking: call it in a worker thread.
+characters a token): when the full map is larger, every path is listed and definitions are
+shown for the first files (in path order) that fit; when even the paths do not fit, directories
+are listed with their number of files (as many as fit). A note says which. Files past what the
+budget could show are not parsed. The walk and the parsing stop after `time_limit_seconds` with
+a note that the map is partial. Blocking: call it in a worker thread.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 class _Entry:
     path: str  # relative, posix
     names: tuple[str, ...]  # top-level definitions, in source order
+    parsed: bool = True  # False: past the budget, its definitions were not looked for
 
 
 def build_repo_map(root: Path | str, *, max_tokens: int, time_limit_seconds: float) -> str:
@@ -63,7 +65,8 @@ def build_repo_map(root: Path | str, *, max_tokens: int, time_limit_seconds: flo
 
 def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entry], bool]:
     """Every file's entry in path order (walk_files walks in the order render sorts). Files are
-    parsed only while the definitions found so far could still fit in `budget`."""
+    parsed only while the lines so far (counted short: names without directories) fit in
+    `budget`; a file after that could not get its definitions shown anyway."""
     try:
         start = resolve_path(root, ".")
     except PathRefusedError:
@@ -79,12 +82,12 @@ def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entr
         entry = _entry(relative, dir_fd, name, parse=parsed_chars <= budget)
         if entry is not None:
             entries.append(entry)
-            parsed_chars += len(relative) + len(_suffix(entry.names)) + 3
+            parsed_chars += len(name) + len(_suffix(entry.names)) + 1
     return entries, scan.timed_out
 
 
 def _entry(relative: str, dir_fd: int, name: str, *, parse: bool) -> _Entry | None:
-    """The file's entry; None for a binary or unreadable file."""
+    """The file's entry (definitions only when `parse`); None for a binary or unreadable file."""
     language = language_for_path(name) if parse else None
     try:
         fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
@@ -98,7 +101,7 @@ def _entry(relative: str, dir_fd: int, name: str, *, parse: bool) -> _Entry | No
     if looks_binary(data):
         return None
     if language is None or len(data) > MAX_PARSE_BYTES:
-        return _Entry(relative, ())
+        return _Entry(relative, (), parsed=parse)
     decoded = decode_text(data)
     if decoded is None:
         return None
@@ -122,7 +125,7 @@ def render(entries: list[_Entry], budget_chars: int, notes: list[str] | None = N
     notes = list(notes or ())
     fixed = len(HEADING) + len(INTRO) + sum(len(note) + 1 for note in notes) + 2
     full = _lines(entries, len(entries))
-    if fixed + _size(full) <= budget_chars:
+    if fixed + _size(full) <= budget_chars and all(entry.parsed for entry in entries):
         return _text(full, notes)
     total = len(entries)
     bare = _lines(entries, 0)
@@ -130,7 +133,11 @@ def render(entries: list[_Entry], budget_chars: int, notes: list[str] | None = N
     room = budget_chars - fixed - len(note) - 1  # the longest this note can be
     if _size(bare) <= room:
         named, used = 0, _size(bare)
-        while named < total and used + len(_suffix(entries[named].names)) <= room:
+        while (
+            named < total
+            and entries[named].parsed
+            and used + len(_suffix(entries[named].names)) <= room
+        ):
             used += len(_suffix(entries[named].names))
             named += 1
         notes.append(CUT_NOTE.format(f"definitions shown for the first {named} of {total} files"))
