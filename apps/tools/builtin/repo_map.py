@@ -16,8 +16,9 @@ bytes (the map sits in the cached prefix of the prompt). It stays within `max_to
 characters a token): when the full map is larger, every path is listed and definitions are
 shown for the first files (in path order) that fit; when even the paths do not fit, directories
 are listed with their number of files (as many as fit). A note says which. Files past what the
-budget could show are not parsed. The walk and the parsing stop after `time_limit_seconds` with
-a note that the map is partial. Blocking: call it in a worker thread.
+budget could show are not parsed. The walk and the parsing stop after `time_limit_seconds` (or
+at the MAX_FILES_SCANNED files a search walks) with a note that the map is partial. Blocking:
+call it in a worker thread.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from apps.tools.builtin.paths import PathRefusedError, resolve_path
-from apps.tools.builtin.search import _Scan, walk_files
+from apps.tools.builtin.search import MAX_FILES_SCANNED, _Scan, walk_files
 from apps.tools.builtin.symbols import extract_symbols, language_for_path
 from apps.tools.builtin.text import BINARY_SNIFF_BYTES, decode_text, looks_binary
 
@@ -54,23 +55,25 @@ class _Entry:
 def build_repo_map(root: Path | str, *, max_tokens: int, time_limit_seconds: float) -> str:
     """The map of the workspace at `root` as prompt text, or "" when it has no files to show."""
     budget = max_tokens * CHARS_PER_TOKEN
-    entries, timed_out = _collect(root, time.monotonic() + time_limit_seconds, budget)
+    entries, scan = _collect(root, time.monotonic() + time_limit_seconds, budget)
     if not entries:
         return ""
-    notes = (
-        [f"[Map stopped after {time_limit_seconds:g} s: more files exist.]"] if timed_out else []
-    )
+    notes = []
+    if scan.timed_out:
+        notes.append(f"[Map stopped after {time_limit_seconds:g} s: more files exist.]")
+    elif scan.truncated_walk:
+        notes.append(f"[Map stopped at {MAX_FILES_SCANNED:,} files: more files exist.]")
     return render(entries, budget, notes)
 
 
-def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entry], bool]:
+def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entry], _Scan]:
     """Every file's entry in path order (walk_files walks in the order render sorts). Files are
     parsed only while the lines so far (counted short: names without directories) fit in
     `budget`; a file after that could not get its definitions shown anyway."""
     try:
         start = resolve_path(root, ".")
     except PathRefusedError:
-        return [], False
+        return [], _Scan()
     scan = _Scan(deadline=deadline)
     entries: list[_Entry] = []
     parsed_chars = 0
@@ -83,7 +86,7 @@ def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entr
         if entry is not None:
             entries.append(entry)
             parsed_chars += len(name) + len(_suffix(entry.names)) + 1
-    return entries, scan.timed_out
+    return entries, scan
 
 
 def _entry(relative: str, dir_fd: int, name: str, *, parse: bool) -> _Entry | None:
