@@ -2,6 +2,8 @@
 engine (real gateway, real builtin tools over a generated workspace, the shipped python_coder
 skill) against the fake LLM server speaking the Anthropic protocol, whose prompt-cache accounting
 (apps/engine/llm/cachesim.py) follows Anthropic's rules. Every model call's usage is recorded.
+The task carries what the runner gives a real one: workspace notes, facts, and the repository
+map of the generated workspace built with the shipped `repo_map` settings (apps/tasks/runner.py).
 
 Pricing uses Anthropic's multipliers on the base input price: cache writes 1.25x, cache reads
 0.1x; output 5x input (Sonnet-class list prices: $3 in, $15 out, $0.30 read, $3.75 write per
@@ -10,6 +12,7 @@ Mtok); the auxiliary model costs a third of that (Haiku-class: $1 / $5 / $0.10 /
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
+from apps.tools.builtin.repo_map import build_repo_map
 from tests.fakes.llm_server import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,6 +129,7 @@ def config(server: FakeLLMServer, *, cache: bool, compression: dict | None):
             "skills": {"python_coder": shipped["skills"]["python_coder"]},
             "react": {"max_steps": 1000, "loop_detection": {"enabled": False}},
             "prompt_cache": {"enabled": cache},
+            "repo_map": shipped.get("repo_map") or {},
             "compression": compression or {"enabled": False},
             "streaming": {"flush_interval_ms": 0},
         }
@@ -147,6 +152,7 @@ async def run_session(turns: int, *, cache: bool = True, compression: dict | Non
             tools=tuple(sorted(skill.tools)),
             notes="Run the tests with `pytest -q`. Modules live in pkg/; keep functions pure.",
             facts={"workspace": "bench"},
+            repo_map=await repo_map(root, cfg),
         )
         async with Gateway(cfg) as gateway:
             model = RecordingModel(gateway)
@@ -155,6 +161,18 @@ async def run_session(turns: int, *, cache: bool = True, compression: dict | Non
     if events[-1].data["status"] != "completed":
         raise RuntimeError(f"the benchmark session did not complete: {events[-1].data}")
     return model.calls, events
+
+
+async def repo_map(root: Path, cfg) -> str:
+    """The repository map, as the runner builds it for every tool-mode task (shipped settings)."""
+    if not cfg.repo_map.enabled:
+        return ""
+    return await asyncio.to_thread(
+        build_repo_map,
+        root,
+        max_tokens=cfg.repo_map.max_tokens,
+        time_limit_seconds=cfg.repo_map.time_limit_seconds,
+    )
 
 
 def input_cost_units(call: Call) -> float:

@@ -2,8 +2,8 @@
 each warm turn's prompt is read from the cache.
 
 A 50-turn task of the real engine (shipped python_coder skill, every builtin tool offered, a
-read_file call per turn over a generated package) against the fake LLM server's Anthropic cache
-accounting. Run twice: `prompt_cache.enabled: true` (stable block + moving breakpoint) and
+read_file call per turn over a generated package, the runner's repository map of that package in
+the system prompt) against the fake LLM server's Anthropic cache accounting. Run twice: `prompt_cache.enabled: true` (stable block + moving breakpoint) and
 `false` (plain prompt). Input cost uses Anthropic's multipliers: writes 1.25x, reads 0.1x.
 Targets (issue 13): >= 85 % input-cost reduction; >= 97 % of warm-turn input tokens from cache.
 A warm turn can at most read the whole previous prompt; what it adds (the model's last reply and

@@ -168,6 +168,15 @@ class PromptCacheConfig(Section):
     enabled: bool = True
 
 
+class RepoMapConfig(Section):
+    """The repository map (apps/tools/builtin/repo_map.py): the workspace's paths and top-level
+    definitions, built by the runner at task start, in the system prompt after the stable block."""
+
+    enabled: bool = True
+    max_tokens: PositiveInt = 1024  # cap on the map's size (4 characters a token)
+    time_limit_seconds: PositiveFloat = 2.0  # the walk stops here; the map says it is partial
+
+
 class CompressionConfig(Section):
     """Context compression (apps/engine/compressor.py): past `threshold_tokens` the middle of the
     conversation is replaced by a structured summary, asked of `llm.auxiliary_model` first."""
@@ -421,6 +430,7 @@ class AgentkitConfig(Section):
     modes: ModesConfig = ModesConfig()
     react: ReactConfig = ReactConfig()
     prompt_cache: PromptCacheConfig = PromptCacheConfig()
+    repo_map: RepoMapConfig = RepoMapConfig()
     compression: CompressionConfig = CompressionConfig()
     streaming: StreamingConfig = StreamingConfig()
     verification: VerificationConfig = VerificationConfig()

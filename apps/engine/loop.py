@@ -352,6 +352,7 @@ class ReActEngine:
             context=task.context,
             notes=task.notes,
             facts=task.facts,
+            repo_map=task.repo_map,
             cache=cfg.prompt_cache.enabled,
         )
         run.messages = [*task.history, Message("user", task.goal)]

@@ -1,15 +1,21 @@
-"""The system prompt: a stable block, a prompt-cache breakpoint, then a volatile block.
+"""The system prompt: a stable block, a prompt-cache breakpoint, the repository map (with a
+breakpoint of its own), then a volatile block.
 
 Stable block (byte-identical across tasks of one skill and mode, so a provider reuses its cache):
 the engine's instructions for the mode, the skill's (or expert's) system prompt, and tool
 guidance (the offered tool names, sorted). It carries the cache breakpoint (`TextBlock.cache`).
+
+Repository map (tool modes only; apps/tools/builtin/repo_map.py, built by the runner at task
+start): the same for every task in a workspace whose files have not changed, so it comes before
+the volatile block and carries a breakpoint too: the next task in that workspace (a follow-up in
+the conversation) reads it from the cache. Empty input adds no block.
 
 Volatile block (changes per task, after the breakpoint so it never invalidates the stable bytes):
 "Pitfalls seen before" (filled by evolution's retrieval; empty input adds no bytes), other named
 context sections sorted by name, the workspace's own notes file `AGENTS.md` (capped), workspace
 facts (sorted by key), and the date. The conversation itself is not here: it travels as messages,
 and the Anthropic provider puts a second, moving breakpoint on its last block so the growing
-history is cached too (at most 4 breakpoints; none ever on volatile bytes).
+history is cached too (at most 4 breakpoints: stable, map, moving; none ever on volatile bytes).
 
 With `prompt_cache.enabled: false` the same text goes out without breakpoints (a plain prompt).
 OpenAI-compatible providers send the blocks as one string, stable first, so the endpoint's
@@ -53,14 +59,17 @@ def build_system_prompt(
     context: Mapping[str, str] | str = "",
     notes: str = "",
     facts: Mapping[str, str] | None = None,
+    repo_map: str = "",
     today: dt.date | None = None,
     with_date: bool = True,
     cache: bool = True,
 ) -> tuple[TextBlock, ...]:
-    """(stable, volatile) blocks; only the stable one when there is no volatile material.
+    """(stable, map, volatile) blocks; the map only when given (and not in direct_chat), the
+    volatile one only when there is volatile material.
 
     `context`: other per-task material (a string, or named sections rendered in sorted order).
-    `notes`: the workspace's AGENTS.md text (capped here). `facts`: workspace facts."""
+    `notes`: the workspace's AGENTS.md text (capped here). `facts`: workspace facts.
+    `repo_map`: the workspace's repository map (repo_map.py), already within its budget."""
     stable = stable_block(mode=mode, skill_prompt=skill_prompt, tool_names=tool_names)
     volatile = volatile_block(
         pitfalls=pitfalls,
@@ -70,6 +79,8 @@ def build_system_prompt(
         today=(today or dt.datetime.now(dt.UTC).date()) if with_date else None,
     )
     blocks = [TextBlock(stable, cache=cache)]
+    if repo_map.strip() and mode != "direct_chat":
+        blocks.append(TextBlock(repo_map.strip(), cache=cache))
     if volatile:
         blocks.append(TextBlock(volatile))
     return tuple(blocks)

@@ -35,6 +35,7 @@ class AgentTask:
     pitfalls: str = ""  # "Pitfalls seen before" (evolution's retrieval); "" adds no bytes
     notes: str = ""  # the workspace's AGENTS.md, capped
     facts: Mapping[str, str] = field(default_factory=dict)  # workspace facts (name, ...)
+    repo_map: str = ""  # the workspace's outline (paths + definitions), its own cached block
 
     def __post_init__(self) -> None:
         if self.mode not in ("direct_chat", "react", "plan_exec"):

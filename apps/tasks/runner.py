@@ -52,6 +52,7 @@ from apps.tasks.recorder import EventRecorder
 from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
+from apps.tools.builtin.repo_map import build_repo_map
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,22 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
         notes=read_notes(Path(task.workspace.root_dir)),
         facts={"workspace": task.workspace.name},
     )
+
+
+def repository_map(task: Task, config: AgentkitConfig, mode: str) -> str:
+    """The workspace's repository map for the system prompt (blocking: a worker thread calls
+    it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built."""
+    if mode == "direct_chat" or not config.repo_map.enabled:
+        return ""
+    try:
+        return build_repo_map(
+            Path(task.workspace.root_dir),
+            max_tokens=config.repo_map.max_tokens,
+            time_limit_seconds=config.repo_map.time_limit_seconds,
+        )
+    except Exception:  # the map helps; it never stops a task
+        log.exception("task %s: the repository map could not be built", task.pk)
+        return ""
 
 
 def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
@@ -276,9 +293,11 @@ async def run_task(task_id: int) -> str:
         config = agent_config()
         recorder.secrets = secrets_of(config)
         agent_task = await sync_to_async(build_agent_task)(task, config)  # reads history
-        context = await sync_to_async(planning_context, thread_sensitive=False)(
-            task=task, config=config
-        )  # pitfalls + approved prompt version; {} when none or the store failed (logged)
+        context, repo_map = await asyncio.gather(  # both off the event loop, side by side
+            sync_to_async(planning_context, thread_sensitive=False)(task=task, config=config),
+            asyncio.to_thread(repository_map, task, config, agent_task.mode),
+        )  # pitfalls + approved prompt version ({} when none or the store failed, logged); map
+        agent_task = replace(agent_task, repo_map=repo_map)
         if context:
             agent_task = replace(
                 agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context

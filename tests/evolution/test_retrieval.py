@@ -131,7 +131,8 @@ def test_a_goal_with_no_similar_pitfall_adds_no_section(demo, config_file):
         first = server.requests[0].body
     system = first["messages"][0]["content"]
     system = system if isinstance(system, str) else "".join(b["text"] for b in system)
-    assert "Pitfalls seen before" not in system and "slug" not in system
+    # (the workspace's repository map names slug.py; the pitfall's text is what must be absent)
+    assert "Pitfalls seen before" not in system and "separators collapse" not in system
     assert not PitfallInjection.objects.exists()
 
 

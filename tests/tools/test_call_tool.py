@@ -32,7 +32,7 @@ def test_call_tool_runs_the_tool_and_prints_its_result_as_json(workspace):
     result = json.loads(done.stdout)
     assert set(result) == {"ok", "output", "error", "error_code", "data"}
     assert result["ok"] is True
-    assert "     2\t    def run(self):" in result["output"]
+    assert "2\t    def run(self):" in result["output"]
     assert "ünï" in result["output"]
     assert result["data"]["symbol"]["name"] == "App.run"
 

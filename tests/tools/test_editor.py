@@ -39,9 +39,9 @@ async def test_view_shows_the_file_with_line_numbers(call, workspace):
 
     assert result.ok
     assert result.output.splitlines() == [
-        "     1\timport os",
-        "     2\t",
-        "     3\tprint(os.name)",
+        "1\timport os",
+        "2\t",
+        "3\tprint(os.name)",
     ]
 
 
@@ -56,7 +56,7 @@ async def test_str_replace_replaces_the_exact_anchor(call, workspace):
     assert (workspace / "a.py").read_text() == (
         "def f():\n    return 1\n\n\ndef g():\n    return 20\n"
     )
-    assert "     6\t    return 20" in result.output  # the edited lines are shown back
+    assert "6\t    return 20" in result.output  # the edited lines are shown back
     assert result.data["lines"] == [6, 6]
 
 
@@ -179,7 +179,7 @@ async def test_view_with_a_line_range(call, workspace):
     wrong = await edit(call, command="view", path="n.txt", view_range=[30, 40])
 
     assert numbered_text(middle.output) == "line 5\nline 6\nline 7"
-    assert middle.output.startswith("     5\t")
+    assert middle.output.startswith("5\t")
     assert numbered_text(to_end.output) == "line 19\nline 20"
     assert wrong.error_code == "invalid_view_range" and "20 lines" in wrong.error
 
@@ -271,7 +271,7 @@ async def test_anchor_not_found_shows_the_closest_lines(call, workspace):
 
     assert result.error_code == "old_str_not_found"
     assert "Did you mean lines 2-3?" in result.error
-    assert "     2\t    with open(path) as handle:" in result.error
+    assert "2\t    with open(path) as handle:" in result.error
     assert "whitespace" in result.error
 
 

@@ -110,7 +110,7 @@ async def test_function_symbol_returns_only_the_function(call, python_file):
     result = await read(call, path=python_file, symbol="my_func")
 
     assert numbered_text(result.output) == "def my_func(a, b):\n    return a + b"
-    assert "    25\tdef my_func(a, b):" in result.output  # real line numbers of the file
+    assert "25\tdef my_func(a, b):" in result.output  # real line numbers of the file
 
 
 async def test_method_symbol_includes_decorators_comments_and_docstring(call, python_file):
@@ -196,6 +196,18 @@ async def test_without_symbol_the_whole_file_is_returned(call, python_file):
     assert numbered_text(result.output) == PYTHON.rstrip("\n")
     assert result.data["windowed"] is False
     assert result.data["lines"] == [1, PYTHON.count("\n")]
+    assert result.output.startswith(f"[{python_file}: all {PYTHON.count(chr(10))} lines]\n")
+
+
+async def test_line_numbers_are_padded_only_to_the_widest_number_shown(call, workspace):
+    (workspace / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 13)))
+
+    short = await read(call, path="n.txt", start_line=8, end_line=9)
+    wide = await read(call, path="n.txt", start_line=9, end_line=10)
+
+    assert short.output.splitlines()[1:] == ["8\tline 8", "9\tline 9"]
+    assert wide.output.splitlines()[1:] == [" 9\tline 9", "10\tline 10"]
+    assert wide.output.splitlines()[0] == "[n.txt: lines 9-10 of 12]"
 
 
 async def test_unknown_symbol_is_an_error_listing_the_available_symbols(call, python_file):
@@ -341,7 +353,7 @@ async def test_end_line_truncates_a_symbol(call, python_file):
 async def test_start_and_end_line_slice_a_whole_file(call, python_file):
     result = await read(call, path=python_file, start_line=3, end_line=3)
 
-    assert result.output.splitlines()[1:] == ["     3\timport functools"]
+    assert result.output.splitlines()[1:] == ["3\timport functools"]
 
 
 async def test_range_outside_the_symbol_is_an_error(call, python_file):

@@ -174,6 +174,8 @@ class ReadFileTool(Tool):
         info["windowed"] = shown_last < last
         label = f"{target.what}, lines" if target.chosen is not None else "lines"
         header = f"[{wp.shown}: {label} {first}-{shown_last} of {total}]"
+        if target.chosen is None and first == 1 and shown_last == total:
+            header = f"[{wp.shown}: all {total} lines]"  # the whole file, said plainly
         return ToolResult.success("\n".join([header, body, *notes]), **info)
 
     def _select(

@@ -79,24 +79,28 @@ def split_lines(text: str) -> list[str]:
 MAX_LINE_CHARS = 2000  # longer lines (minified code, data) are cut when shown
 
 
-def number_line(number: int, line: str) -> str:
-    """One line as view and read_file show it: right-aligned number, a tab, the text."""
+def number_line(number: int, line: str, width: int = 1) -> str:
+    """One line as view and read_file show it: the number right-aligned to `width` digits, a tab,
+    the text. Callers pass the width of the largest number they show, so a 20-line file costs
+    two characters of padding per line, not cat -n's six."""
     line = line.removesuffix("\r")
     if len(line) > MAX_LINE_CHARS:
         line = (
             f"{line[:MAX_LINE_CHARS]}… [{len(line) - MAX_LINE_CHARS} more characters on this line]"
         )
-    return f"{number:6}\t{line}"
+    return f"{number:{width}}\t{line}"
 
 
 def numbered_window(lines: list[str], first: int, last: int, *, budget: int) -> tuple[str, int]:
     """Lines first..last (1-based, inclusive) with numbers, stopping before `budget` characters
-    (at least one line is shown). Returns the text and the number of the last line shown."""
+    (at least one line is shown). Numbers are right-aligned to the width of `last`. Returns the
+    text and the number of the last line shown."""
     out: list[str] = []
     used = 0
     shown = first - 1
+    width = len(str(last))
     for number in range(first, last + 1):
-        entry = number_line(number, lines[number - 1])
+        entry = number_line(number, lines[number - 1], width)
         if out and used + len(entry) + 1 > budget:
             break
         out.append(entry)

@@ -103,7 +103,7 @@ def _diagnose_not_found(text: str, old_str: str) -> str:
         stripped = _strip_line_numbers(old_str)
         again = find_all(text, stripped) if stripped.strip() else []
         hint = (
-            "old_str starts its lines with line numbers (like '    12\\t'), which view and "
+            "old_str starts its lines with line numbers (like '12\\t'), which view and "
             "read_file show but which are not part of the file. Remove them"
         )
         if len(again) == 1:
