@@ -3,6 +3,8 @@ belong to their user, and usage adds up per conversation with the prompt-cache h
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
@@ -36,13 +38,18 @@ def bearer(user) -> dict:
 @pytest.fixture
 def people(tmp_path):
     alice, bob = make_user("alice"), make_user("bob")
-    return {
+    yield {
         "alice": alice,
         "bob": bob,
         "alpha": make_workspace("alpha", tmp_path / "a", alice),
         "beta": make_workspace("beta", tmp_path / "b", bob),
         "shared": make_workspace("shared", tmp_path / "s", alice, bob),
     }
+    # Tasks posted to the API run inline on their own threads: let them end before the test's
+    # database is flushed, so none writes events for a task that no longer exists.
+    for thread in threading.enumerate():
+        if thread.name.startswith("task-"):
+            thread.join(timeout=30)
 
 
 def _post(user, **body):
