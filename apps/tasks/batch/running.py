@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from apps.tasks.batch.review import auto_confirm
 from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.event_writer import event_writer
+from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.runner import run_task
 from apps.tasks.services import ApplicationError, task_request_cancel
@@ -91,6 +93,9 @@ def warm_up(config) -> None:
     from apps.tools.builtin.registry import available_tool_names, tool_class
     from apps.tools.builtin.symbols import supported_languages_phrase
 
+    # The batch's loop shares the GIL with the writer and database threads as the serving
+    # loop does: the same switch interval as the chat (executors.warm_up).
+    sys.setswitchinterval(SERVING_SWITCH_INTERVAL_SECONDS)
     Sandbox.from_config(config.sandbox)
     tls_context()
     for name in available_tool_names():
