@@ -241,16 +241,19 @@ async def _prestart(creator: ThreadPoolExecutor, *, workers: int) -> None:
     """Start the threads the tasks' blocking calls will use, each with its database connection
     open, before the first task: the pool would otherwise start a thread and the thread open a
     connection in the middle of a task's first calls (a connection costs about a millisecond of
-    CPU, taken from the tasks running beside it). Also this process's event writer, the
-    creating thread and the shared thread of thread-sensitive calls."""
+    CPU, taken from the tasks running beside it). Also the creating thread and the shared
+    thread of thread-sensitive calls, with their connections, and this process's event writer
+    (its connection opens at its first write)."""
     loop = asyncio.get_running_loop()
     barrier = threading.Barrier(workers)
 
     def connect(wait: bool) -> None:
-        connection.ensure_connection()
-        if wait:  # hold the thread until all have started, so each call gets a thread of its own
-            with contextlib.suppress(threading.BrokenBarrierError):
-                barrier.wait(timeout=PRESTART_TIMEOUT)
+        try:
+            connection.ensure_connection()  # a database that fails here fails the run
+        finally:
+            if wait:  # hold the thread until all have started: each call gets a thread
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait(timeout=PRESTART_TIMEOUT)
 
     event_writer()
     await asyncio.gather(
