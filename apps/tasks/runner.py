@@ -47,6 +47,7 @@ from apps.tasks.failure import (
     secrets_of,
 )
 from apps.tasks.history import conversation_history
+from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder
 from apps.tasks.services import RUNNABLE_MODES
@@ -288,6 +289,7 @@ async def run_task(task_id: int) -> str:
     token = CancellationToken()
     watcher = asyncio.create_task(_watch_cancel(task.pk, token))
     gateway: Gateway | None = None
+    http = None  # this loop's client, shared with the other running tasks (llm_clients.py)
     started = time.monotonic()
     try:
         config = agent_config()
@@ -302,7 +304,8 @@ async def run_task(task_id: int) -> str:
             agent_task = replace(
                 agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
             )
-        gateway = Gateway(config)
+        http = http_client_acquire(config)
+        gateway = Gateway(config, http_client=http)
         if task.mode == "team_collab":
             stream = _team_events(build_team(task, config, gateway), agent_task, token)
         else:
@@ -337,6 +340,8 @@ async def run_task(task_id: int) -> str:
             await watcher
         if gateway is not None:
             await gateway.aclose()
+        if http is not None:
+            await http_client_release(config, http)
     final = await sync_to_async(_load)(task_id)
     return final.status if final else "missing"
 

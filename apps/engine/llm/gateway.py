@@ -81,6 +81,19 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def http_client(
+    config: AgentkitConfig, *, max_connections: int | None = 64, keepalive: int = 16
+) -> httpx.AsyncClient:
+    """An HTTP client for the model providers: the configured timeouts, the process's TLS
+    context. A gateway opens one of its own unless it is given one to share."""
+    timeout = config.llm.timeout
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
+        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=keepalive),
+        verify=tls_context(),
+    )
+
+
 class Gateway:
     def __init__(
         self,
@@ -179,12 +192,7 @@ class Gateway:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            timeout = self.config.llm.timeout
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
-                limits=httpx.Limits(max_connections=64, max_keepalive_connections=16),
-                verify=tls_context(),
-            )
+            self._client = http_client(self.config)
             self._owns_client = True
         return self._client
 

@@ -9,6 +9,12 @@ from apps.tasks.batch.spec import TaskSpec
 from apps.tasks.models import Task, TaskEvent
 
 NOT_STARTED = "not_started"  # interrupted before its turn came
+OUTCOME_EVENTS = (
+    "task_finished",
+    "reflection",
+    "phase_rollback_completed",
+    "phase_rollback_failed",
+)
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,7 @@ class Outcome:
     duration_s: float | None = None
     verification: list[bool] = field(default_factory=list)  # one per verification, in order
     reflections: int = 0
-    rollback: str = "not_run"  # team_collab: completed | failed | not_run (rollback_result)
+    rollback: str = "not_run"  # team_collab: completed | failed | not_run (_rollback_result)
     answer: str = ""
     error: dict | None = None
     expected: dict | None = None  # the file's `expect`, as written
@@ -60,8 +66,14 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
     task = Task.objects.select_related("workspace").filter(pk=task_id).first() if task_id else None
     if task is None:
         return _judged(Outcome(id=spec.id, status=NOT_STARTED, mode=spec.mode), spec)
-    finished = TaskEvent.objects.filter(task=task, type="task_finished").order_by("-seq").first()
-    data = finished.data if finished else {}
+    # One read of the events the outcome needs (a few rows, through the (task, type) index).
+    events = list(
+        TaskEvent.objects.filter(task=task, type__in=OUTCOME_EVENTS)
+        .order_by("seq")
+        .values_list("type", "data")
+    )
+    kinds = [kind for kind, _ in events]
+    data = next((data for kind, data in reversed(events) if kind == "task_finished"), None) or {}
     usage = task.usage or {}
     duration = None
     if task.started_at and task.finished_at:
@@ -83,25 +95,20 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         finished_at=task.finished_at.isoformat() if task.finished_at else None,
         duration_s=duration,
         verification=[bool(v.get("passed")) for v in data.get("verification") or []],
-        reflections=TaskEvent.objects.filter(task=task, type="reflection").count(),
-        rollback=rollback_result(task),
+        reflections=kinds.count("reflection"),
+        rollback=_rollback_result(set(kinds)),
         answer=task.result,
         error=task.error,
     )
     return _judged(outcome, spec)
 
 
-def rollback_result(task: Task) -> str:
+def _rollback_result(kinds: set[str]) -> str:
     """failed: a phase's rollback failed; completed: at least one ran and none failed;
     not_run: no phase was rolled back."""
-    kinds = set(
-        TaskEvent.objects.filter(
-            task=task, type__in=("phase_rollback_completed", "phase_rollback_failed")
-        ).values_list("type", flat=True)
-    )
     if "phase_rollback_failed" in kinds:
         return "failed"
-    return "completed" if kinds else "not_run"
+    return "completed" if "phase_rollback_completed" in kinds else "not_run"
 
 
 def _judged(outcome: Outcome, spec: TaskSpec) -> Outcome:

@@ -12,27 +12,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
 from asgiref.sync import sync_to_async
-from django.db import connections
+from django.db import connection, connections
 from django.utils import timezone
 
+from apps.specs.stage import SPEC_MODES
 from apps.tasks.batch.outcomes import Outcome, outcome_of
 from apps.tasks.batch.review import auto_confirm
-from apps.tasks.batch.services import batch_label, batch_task_create, batch_workspace_copy
+from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
+from apps.tasks.event_writer import event_writer
+from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.runner import run_task
 from apps.tasks.services import ApplicationError, task_request_cancel
 
 EXECUTORS = ("inline", "rq")
 TICK_SECONDS = 0.5
+PRESTART_TIMEOUT = 10  # seconds the pre-started threads wait for each other at most
 MAX_THREADS = 64  # SQLite serializes writers anyway; PostgreSQL's connections are finite
 
 
@@ -71,6 +78,7 @@ class _State:
     stopping: bool = False
     task_ids: dict[str, int] = field(default_factory=dict)  # spec id -> Task pk, once created
     running: set[int] = field(default_factory=set)
+    reviewing: set[int] = field(default_factory=set)  # running, in a mode with a spec review
 
 
 def warm_up(config) -> None:
@@ -85,6 +93,9 @@ def warm_up(config) -> None:
     from apps.tools.builtin.registry import available_tool_names, tool_class
     from apps.tools.builtin.symbols import supported_languages_phrase
 
+    # The batch's loop shares the GIL with the writer and database threads as the serving
+    # loop does: the same switch interval as the chat (executors.warm_up).
+    sys.setswitchinterval(SERVING_SWITCH_INTERVAL_SECONDS)
     Sandbox.from_config(config.sandbox)
     tls_context()
     for name in available_tool_names():
@@ -105,6 +116,8 @@ async def run_batch(
     # the default pool (CPUs + 4 threads) would make tasks queue behind each other's writes.
     threads = min(4 * options.concurrency + 4, MAX_THREADS)
     loop.set_default_executor(ThreadPoolExecutor(max_workers=threads))
+    creator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-create")
+    await _prestart(creator, workers=min(threads, options.concurrency + 2))
     started = time.monotonic()
 
     def on_interrupt() -> None:
@@ -116,12 +129,12 @@ async def run_batch(
         progress.interrupted(len(state.running))
         cancelling.append(loop.create_task(_cancel_all(state, options)))
 
-    creator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-create")
+    creations = _Creations(creator, user=user, label=run.label, config=config)
     cancelling: list[asyncio.Task] = []
     handled = _add_sigint(loop, on_interrupt)
     ticker = loop.create_task(_tick(progress))
     reviewer = (
-        loop.create_task(auto_confirm(user=user, running=state.running))
+        loop.create_task(auto_confirm(user=user, running=state.reviewing))
         if options.review == "auto"
         else None
     )
@@ -135,11 +148,11 @@ async def run_batch(
             root = await sync_to_async(batch_workspace_copy, thread_sensitive=False)(
                 spec=spec, label=run.label, workspaces_dir=options.workspaces_dir
             )
-            task = await sync_to_async(batch_task_create, thread_sensitive=False, executor=creator)(
-                spec=spec, user=user, root=root, label=run.label, config=config
-            )
+            task = await creations.create(spec, root)
             state.task_ids[spec.id] = task.pk
             state.running.add(task.pk)
+            if task.mode in SPEC_MODES:  # only these ask for a spec review
+                state.reviewing.add(task.pk)
             progress.task_started(spec, task.pk)
             try:
                 if state.stopping:  # Ctrl-C while the workspace was being copied
@@ -150,6 +163,7 @@ async def run_batch(
                     await run_task(task.pk)
             finally:
                 state.running.discard(task.pk)
+                state.reviewing.discard(task.pk)
             outcome = await sync_to_async(outcome_of, thread_sensitive=False)(
                 spec=spec, task_id=task.pk
             )
@@ -180,6 +194,73 @@ async def run_batch(
         run.finished_at = datetime.now(UTC)
         run.wall_seconds = round(time.monotonic() - started, 3)
     return run
+
+
+class _Creations:
+    """Creates the tasks' rows on the batch's creating thread. The tasks whose copies are ready
+    while it works are created together, in one transaction (batch_tasks_create): the tasks
+    that start at once (up to --concurrency of them) make one or two commits rather than one
+    each, and their creation does not take the database's write lock turn about with the first
+    event writes of the tasks already running (a writer that finds the lock taken sleeps)."""
+
+    def __init__(self, executor: ThreadPoolExecutor, *, user, label: str, config) -> None:
+        self._executor = executor
+        self._create = partial(batch_tasks_create, user=user, label=label, config=config)
+        self._pending: list[tuple[TaskSpec, Path, asyncio.Future]] = []
+        self._drainer: asyncio.Task | None = None
+
+    async def create(self, spec: TaskSpec, root: Path) -> Task:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._pending.append((spec, root, future))
+        if self._drainer is None or self._drainer.done():
+            self._drainer = loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(0)  # the copies finishing in this turn of the loop join the batch
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                created = await loop.run_in_executor(
+                    self._executor, self._create, [(spec, root) for spec, root, _ in batch]
+                )
+            except Exception as exc:  # the transaction itself failed: every task of it
+                created = [exc] * len(batch)
+            for (_, _, future), result in zip(batch, created, strict=True):
+                if future.done():  # its run was cancelled meanwhile
+                    continue
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+
+async def _prestart(creator: ThreadPoolExecutor, *, workers: int) -> None:
+    """Start the threads the tasks' blocking calls will use, each with its database connection
+    open, before the first task: the pool would otherwise start a thread and the thread open a
+    connection in the middle of a task's first calls (a connection costs about a millisecond of
+    CPU, taken from the tasks running beside it). Also the creating thread and the shared
+    thread of thread-sensitive calls, with their connections, and this process's event writer
+    (its connection opens at its first write)."""
+    loop = asyncio.get_running_loop()
+    barrier = threading.Barrier(workers)
+
+    def connect(wait: bool) -> None:
+        try:
+            connection.ensure_connection()  # a database that fails here fails the run
+        finally:
+            if wait:  # hold the thread until all have started: each call gets a thread
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait(timeout=PRESTART_TIMEOUT)
+
+    event_writer()
+    await asyncio.gather(
+        *(loop.run_in_executor(None, connect, True) for _ in range(workers)),
+        loop.run_in_executor(creator, connect, False),
+        sync_to_async(connect)(False),
+    )
 
 
 def _add_sigint(loop: asyncio.AbstractEventLoop, callback) -> bool:

@@ -116,3 +116,21 @@ def batch_task_create(*, spec: TaskSpec, user, root: Path, label: str, config) -
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
+
+
+def batch_tasks_create(
+    items: list[tuple[TaskSpec, Path]], *, user, label: str, config
+) -> list[Task | Exception]:
+    """batch_task_create for several tasks in ONE transaction (one commit, one hold of the
+    database's write lock). Each task gets a Task or the exception that stopped it; a failure
+    undoes only its own task (a savepoint) and removes only its own copy."""
+    results: list[Task | Exception] = []
+    with transaction.atomic():
+        for spec, root in items:
+            try:
+                results.append(
+                    batch_task_create(spec=spec, user=user, root=root, label=label, config=config)
+                )
+            except Exception as exc:
+                results.append(exc)
+    return results

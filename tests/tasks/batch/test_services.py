@@ -1,4 +1,5 @@
-"""The user a batch runs as, --model on every task, and the live progress bar."""
+"""The user a batch runs as, tasks created together, --model on every task, and the live
+progress bar."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from django.contrib.auth import get_user_model
 
 from apps.tasks.batch.outcomes import Outcome
 from apps.tasks.batch.progress import ConsoleProgress
-from apps.tasks.batch.services import batch_user
+from apps.tasks.batch.services import batch_tasks_create, batch_user, batch_workspace_copy
 from apps.tasks.batch.spec import TaskSpec
+from apps.tasks.conf import agent_config
+from apps.tasks.models import Task, Workspace
 from apps.tasks.services import ApplicationError
 
 
@@ -31,6 +34,41 @@ def test_the_batch_runs_as_the_bootstrap_admin_the_only_superuser_or_the_named_u
     assert batch_user(username="bob") == bob
     with pytest.raises(ApplicationError, match="no active user 'carol'"):
         batch_user(username="carol")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tasks_created_together_share_a_transaction_but_a_failure_undoes_only_its_own(
+    tmp_path, settings
+):
+    settings.AGENTKIT_MAX_MESSAGE_CHARS = 100
+    user = get_user_model().objects.create_superuser("admin", password="x")
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "notes.txt").write_text("hello\n")
+    specs = [
+        TaskSpec(id="ok", goal="read notes.txt", mode="react", line=1, source=source,
+                 verification=("true",)),
+        TaskSpec(id="long", goal="x" * 101, mode="react", line=2, source=source),
+        TaskSpec(id="also-ok", goal="summarize notes.txt", mode="react", line=3, source=source),
+    ]  # fmt: skip
+    items = [
+        (spec, batch_workspace_copy(spec=spec, label="b1", workspaces_dir=tmp_path / "ws"))
+        for spec in specs
+    ]
+    created = batch_tasks_create(items, user=user, label="b1", config=agent_config())
+
+    ok, failed, also_ok = created
+    assert isinstance(failed, ApplicationError) and "too long" in failed.message
+    assert [t.goal for t in (ok, also_ok)] == ["read notes.txt", "summarize notes.txt"]
+    assert set(Task.objects.values_list("goal", flat=True)) == {
+        "read notes.txt",
+        "summarize notes.txt",
+    }
+    assert sorted(Workspace.objects.values_list("name", flat=True)) == ["b1-also-ok", "b1-ok"]
+    assert Workspace.objects.get(name="b1-ok").verification_commands == ["true"]
+    assert ok.workspace.members.filter(pk=user.pk).exists()
+    # the failed task's copy is gone, the others are the tasks' workspaces
+    assert sorted(p.name for p in (tmp_path / "ws" / "b1").iterdir()) == ["also-ok", "ok"]
 
 
 def test_on_a_terminal_progress_is_a_bar_redrawn_in_place_with_a_line_per_finished_task():
