@@ -44,6 +44,27 @@ def task_group(task_id: int) -> str:
 _followers: dict[int, set[ChatConsumer]] = {}
 
 
+# Tasks running inline in this process, by the loop they run on (executors._spawn). A socket on
+# that loop that follows one gets every batch from `deliver_local` and does not join the task's
+# channel-layer group: the layer would only echo each batch back to this process (a Redis round
+# trip, a decode and a dispatch per batch and socket, dropped by seq). When the run ends, such
+# sockets join the group, so a later run of the task elsewhere (another process, RQ) reaches them.
+_local_runs: dict[int, asyncio.AbstractEventLoop] = {}
+
+
+def local_run_started(task_id: int) -> None:
+    """On the loop that runs the task inline (executors._spawn), before it starts."""
+    _local_runs[task_id] = asyncio.get_running_loop()
+
+
+def local_run_ended(task_id: int) -> None:
+    """On the same loop, when the run is over: followers not in the group join it."""
+    _local_runs.pop(task_id, None)
+    for consumer in list(_followers.get(task_id, ())):
+        if task_id not in consumer.grouped:
+            consumer.loop.create_task(consumer._join_group(task_id, unless_finished=True))
+
+
 def deliver_local(task_id: int, events: list[dict]) -> None:
     """Give a committed batch to this process's sockets following the task (runner, same loop)."""
     for consumer in list(_followers.get(task_id, ())):
@@ -60,6 +81,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.user = user
         self.sent_seq: dict[int, int] = {}
         self.finished: set[int] = set()
+        self.grouped: set[int] = set()  # tasks whose channel-layer group this socket joined
         self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
         self.loop = asyncio.get_running_loop()
         await self.accept()
@@ -74,6 +96,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             followers.discard(self)
             if not followers:
                 _followers.pop(task_id, None)
+        for task_id in list(getattr(self, "grouped", ())):
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
     async def _catch_up_loop(self) -> None:
@@ -216,11 +239,21 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         queued meanwhile are de-duplicated by seq in `_send_event`."""
         async with self.delivery:
             if task_id not in self.sent_seq:
-                await self.channel_layer.group_add(task_group(task_id), self.channel_name)
                 _followers.setdefault(task_id, set()).add(self)
+                if _local_runs.get(task_id) is not self.loop:  # else deliver_local has it all
+                    await self._join_group(task_id)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
             await self._replay(task_id)
+
+    async def _join_group(self, task_id: int, *, unless_finished: bool = False) -> None:
+        if unless_finished:  # after the batches handed over before it (the lock is FIFO)
+            async with self.delivery:
+                if task_id in self.finished or task_id not in self.sent_seq:
+                    return
+        if task_id not in self.grouped:
+            self.grouped.add(task_id)
+            await self.channel_layer.group_add(task_group(task_id), self.channel_name)
 
     async def _replay(self, task_id: int) -> None:
         """Send the stored events after the last one sent, in order. Caller holds `delivery`."""

@@ -108,8 +108,10 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
 
 def _spawn(task_id: int) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
+    from apps.tasks.consumers import local_run_ended, local_run_started
     from apps.tasks.runner import run_task
 
+    local_run_started(task_id)  # this process's sockets get its events directly
     # A fresh context: the task must not inherit the submitting request's context variables
     # (asgiref's would make it believe it is inside that request's sync_to_async call).
     runner = asyncio.get_running_loop().create_task(
@@ -117,6 +119,7 @@ def _spawn(task_id: int) -> None:
     )
     _inline_tasks.add(runner)
     runner.add_done_callback(_inline_tasks.discard)
+    runner.add_done_callback(lambda _: local_run_ended(task_id))
 
 
 def _start_inline(task_id: int) -> None:
