@@ -50,6 +50,7 @@ _followers: dict[int, set[ChatConsumer]] = {}
 # trip, a decode and a dispatch per batch and socket, dropped by seq). When the run ends, such
 # sockets join the group, so a later run of the task elsewhere (another process, RQ) reaches them.
 _local_runs: dict[int, asyncio.AbstractEventLoop] = {}
+_local_delivered: dict[int, int] = {}  # the last seq a local run handed to `deliver_local`
 
 
 def local_run_started(task_id: int) -> None:
@@ -60,6 +61,7 @@ def local_run_started(task_id: int) -> None:
 def local_run_ended(task_id: int) -> None:
     """On the same loop, when the run is over: followers not in the group join it."""
     _local_runs.pop(task_id, None)
+    _local_delivered.pop(task_id, None)
     for consumer in list(_followers.get(task_id, ())):
         if task_id not in consumer.grouped:
             consumer.loop.create_task(consumer._join_group(task_id, unless_finished=True))
@@ -67,6 +69,8 @@ def local_run_ended(task_id: int) -> None:
 
 def deliver_local(task_id: int, events: list[dict]) -> None:
     """Give a committed batch to this process's sockets following the task (runner, same loop)."""
+    if task_id in _local_runs:
+        _local_delivered[task_id] = events[-1]["seq"]
     for consumer in list(_followers.get(task_id, ())):
         if consumer.loop is asyncio.get_running_loop():
             consumer.loop.create_task(consumer.task_events({"events": events}))
@@ -168,16 +172,26 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task = await _db(self._create_task)(content)
-        after_seq = task.last_seq
-        if task.last_seq == 0 and task.status == "queued":
-            # Started before the socket joins the group: joining costs Redis round trips that
-            # the first event need not wait for. Whatever the runner commits before the join is
-            # replayed from the database by `_follow`; what it commits later is delivered live.
-            await _db(executors.task_submit)(task_id=task.pk)
-        await self._follow(task.pk, after_seq=after_seq)
+        task, submitted = await _db(self._create_task)(content)
+        # A new task submitted to a run on this loop that has delivered nothing yet: nothing is
+        # stored to replay, and `deliver_local` hands this socket every batch from the first.
+        fresh = submitted and _local_runs.get(task.pk) is self.loop
+        await self._follow(
+            task.pk, after_seq=task.last_seq, replay=not (fresh and task.pk not in _local_delivered)
+        )
 
     def _create_task(self, content: dict):
+        """Create the task and, when it is new, submit it: one trip to a worker thread, so 50
+        sockets sending at once do not queue twice behind each other for a thread."""
+        task = self._create_task_row(content)
+        if task.last_seq == 0 and task.status == "queued":
+            # Started before the socket follows it: whatever the runner commits before that is
+            # replayed from the database by `_follow`; what it commits later is delivered live.
+            executors.task_submit(task_id=task.pk)
+            return task, True
+        return task, False
+
+    def _create_task_row(self, content: dict):
         from django.db import transaction
 
         workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
@@ -234,7 +248,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await sync_to_async(executors.task_submit)(task_id=task_id)
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
-    async def _follow(self, task_id: int, *, after_seq: int) -> None:
+    async def _follow(self, task_id: int, *, after_seq: int, replay: bool = True) -> None:
         """Join the task's group first, then replay what is stored after `after_seq`; live events
         queued meanwhile are de-duplicated by seq in `_send_event`."""
         async with self.delivery:
@@ -244,7 +258,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                     await self._join_group(task_id)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
-            await self._replay(task_id)
+            if replay:
+                await self._replay(task_id)
 
     async def _join_group(self, task_id: int, *, unless_finished: bool = False) -> None:
         if unless_finished:  # after the batches handed over before it (the lock is FIFO)

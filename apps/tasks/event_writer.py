@@ -17,6 +17,7 @@ import os
 import queue
 import threading
 from concurrent.futures import Future
+
 from django.db import connection, transaction
 
 from apps.tasks.models import Task, TaskEvent, TaskStatus
@@ -91,9 +92,7 @@ def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:
         last_seqs[task_id] = max(last_seqs.get(task_id, 0), events[-1].seq)
         started = next((e for e in events if e.type == "task_started"), None)
         if started is not None:
-            Task.objects.filter(pk=task_id).update(
-                status=TaskStatus.RUNNING, started_at=started.ts
-            )
+            Task.objects.filter(pk=task_id).update(status=TaskStatus.RUNNING, started_at=started.ts)
     table, pk = Task._meta.db_table, Task._meta.pk.column
     column = Task._meta.get_field("last_seq").column
     qn = connection.ops.quote_name
