@@ -187,7 +187,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if task.last_seq == 0 and task.status == "queued":
             # Started before the socket follows it: whatever the runner commits before that is
             # replayed from the database by `_follow`; what it commits later is delivered live.
-            executors.task_submit(task_id=task.pk)
+            executors.task_submit(task_id=task.pk, prepare=True)
             return task, True
         return task, False
 

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from contextlib import aclosing
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -291,9 +291,38 @@ async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
     await watch_cancel(task_id, token)
 
 
-async def run_task(task_id: int) -> str:
+@dataclass(frozen=True)
+class PreparedRun:
+    """What a run needs before its engine starts, built in the thread that submits the task
+    (executors.task_submit(prepare=True): the socket that created it), so that the run starts
+    on the serving loop without waiting for worker threads behind every other starting task."""
+
+    task: Task
+    agent_task: AgentTask | None = None
+    failure: Exception | None = None  # raised while preparing: run_task reports it
+
+
+def prepare_run(task_id: int) -> PreparedRun | None:
+    """Blocking. None when the task cannot be loaded (run_task then loads it itself)."""
+    try:
+        task = _load(task_id)
+    except Exception:
+        log.exception("task %s could not be loaded to prepare its run", task_id)
+        return None
+    if task is None or task.status in FINAL_STATUSES:
+        return None
+    try:
+        return PreparedRun(task, prepare_agent_task(task, agent_config()))
+    except Exception as exc:  # RunAborted (a mode not available) or a crash: reported by the run
+        return PreparedRun(task, failure=exc)
+
+
+async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
     """Run one task to its end; returns the final status. Safe to call for a finished task."""
-    task = await sync_to_async(_load, thread_sensitive=False)(task_id)
+    if prepared is not None:
+        task = prepared.task
+    else:
+        task = await sync_to_async(_load, thread_sensitive=False)(task_id)
     if task is None:
         log.warning("run_task: task %s does not exist", task_id)
         return "missing"
@@ -307,7 +336,14 @@ async def run_task(task_id: int) -> str:
     try:
         config = agent_config()
         recorder.secrets = secrets_of(config)
-        agent_task = await sync_to_async(prepare_agent_task, thread_sensitive=False)(task, config)
+        if prepared is not None and prepared.failure is not None:
+            raise prepared.failure
+        if prepared is not None and prepared.agent_task is not None:
+            agent_task = prepared.agent_task
+        else:
+            agent_task = await sync_to_async(prepare_agent_task, thread_sensitive=False)(
+                task, config
+            )
         gateway = Gateway(config)
         if task.mode == "team_collab":
             stream = _team_events(build_team(task, config, gateway), agent_task, token)
