@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -25,6 +26,10 @@ _db = functools.partial(sync_to_async, thread_sensitive=False)
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
 CATCH_UP_SECONDS = 2.0
+# A socket opened as /ws/chat/?frames=batch (the chat page) gets the events that one delivery
+# hands it (a flush's batch, a replayed page) as ONE frame {"type": "batch", "events": [...]}
+# when there are several; other sockets get each event as its own frame.
+BATCH_FRAME_MAX_EVENTS = 200
 REQUIRED_FIELDS = {
     "user_message": ("text",),
     "cancel": ("task_id",),
@@ -88,6 +93,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.grouped: set[int] = set()  # tasks whose channel-layer group this socket joined
         self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
         self.loop = asyncio.get_running_loop()
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.batch_frames = "batch" in query.get("frames", ())
+        self.outbox: list[dict] = []  # events to send when the delivery in progress ends
         await self.accept()
         self.catch_up = asyncio.create_task(self._catch_up_loop())
 
@@ -121,6 +129,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 if seen.get(task_id, 0) > self.sent_seq.get(task_id, last_seq):
                     async with self.delivery:
                         await self._replay(task_id)
+                        await self._send_frames()
             seen = dict(stored)
 
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
@@ -260,6 +269,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             self.finished.discard(task_id)
             if replay:
                 await self._replay(task_id)
+            await self._send_frames()
 
     async def _join_group(self, task_id: int, *, unless_finished: bool = False) -> None:
         if unless_finished:  # after the batches handed over before it (the lock is FIFO)
@@ -279,18 +289,22 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if not events:
                 return
             for event in events:
-                await self._send_in_order(event.as_message())
+                self._send_in_order(event.as_message())
+            await self._send_frames()
 
     # ── broadcast from the runner ──────────────────────────────────────────────────────────────
     async def task_event(self, message: dict) -> None:
         async with self.delivery:
             await self._send_event(message["event"])
+            await self._send_frames()
 
     async def task_events(self, message: dict) -> None:
-        """A batch from the runner (one per flush, recorder.py): each event is its own frame."""
+        """A batch from the runner (one per flush, recorder.py): one frame on a batch socket,
+        else each event is its own frame."""
         async with self.delivery:
             for event in message["events"]:
                 await self._send_event(event)
+            await self._send_frames()
 
     async def _send_event(self, event: dict) -> None:
         task_id = event["task_id"]
@@ -301,16 +315,30 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             # A gap (the channel layer dropped a message): fill it from the database.
             await self._replay(task_id)
             return
-        await self._send_in_order(event)
+        self._send_in_order(event)
 
-    async def _send_in_order(self, event: dict) -> None:
+    def _send_in_order(self, event: dict) -> None:
+        """Queue the event for `_send_frames` if it is the next one of its task."""
         task_id = event["task_id"]
         if event["seq"] != self.sent_seq[task_id] + 1:
             return
         self.sent_seq[task_id] = event["seq"]
         if event["type"] == "task_finished":
             self.finished.add(task_id)
-        await self.send_json(event)
+        self.outbox.append(event)
+
+    async def _send_frames(self) -> None:
+        """Send the queued events, in order. Caller holds `delivery`."""
+        events, self.outbox = self.outbox, []
+        if not self.batch_frames:
+            for event in events:
+                await self.send_json(event)
+            return
+        for start in range(0, len(events), BATCH_FRAME_MAX_EVENTS):
+            chunk = events[start : start + BATCH_FRAME_MAX_EVENTS]
+            await self.send_json(
+                chunk[0] if len(chunk) == 1 else {"type": "batch", "events": chunk}
+            )
 
     async def send_error(self, code: str, message: str, *, suggestions=None, task_id=None) -> None:
         await self.send_json(
