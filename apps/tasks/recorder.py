@@ -101,6 +101,8 @@ class EventRecorder:
         self._failure: BaseException | None = None
         self._inflight: tuple[asyncio.Future, list[TaskEvent]] | None = None
         self._published: asyncio.Future | None = None  # the last batch's channel-layer send
+        self._delivered = task.last_seq  # the last seq handed to this process's sockets
+        self._early: list[dict] = []  # recorded, not yet handed to them (see record())
 
     async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
         """Queue one event (written now when it is in IMMEDIATE); returns its message."""
@@ -117,11 +119,17 @@ class EventRecorder:
         self._queued.append(event)
         if kind == "task_finished":
             self.finished = True
+        message = event.as_message()
         if kind in IMMEDIATE or len(self._queued) >= MAX_QUEUED:
             await self.flush()
         else:
+            # This process's sockets get it at once (with the others recorded in the same turn
+            # of the loop: one delivery); its row follows within the window.
+            if not self._early:
+                asyncio.get_running_loop().call_soon(self._deliver_early)
+            self._early.append(message)
             self._schedule()
-        return event.as_message()
+        return message
 
     async def flush(self) -> None:
         """Write and broadcast everything queued so far (waits for a write in flight)."""
@@ -195,9 +203,19 @@ class EventRecorder:
         await write_events(self.task_id, batch)
         self.flushes += 1
         messages = [event.as_message() for event in batch]
-        deliver_local(self.task_id, messages)  # this process's sockets: at once
+        self._deliver_early()  # what was recorded before this batch's last event goes first
+        fresh = [m for m in messages if m["seq"] > self._delivered]  # not handed over early
+        if fresh:
+            self._delivered = fresh[-1]["seq"]
+            deliver_local(self.task_id, fresh)  # this process's sockets: at once
         # The channel layer in order, off the flush path: the next flush need not wait for it.
         self._published = asyncio.ensure_future(self._broadcast(self._published, messages))
+
+    def _deliver_early(self) -> None:
+        early, self._early = self._early, []
+        if early:
+            self._delivered = early[-1]["seq"]
+            deliver_local(self.task_id, early)
 
     async def _broadcast(self, previous: asyncio.Future | None, messages: list[dict]) -> None:
         if previous is not None:
