@@ -2,13 +2,15 @@
 
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
 task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
-task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
-process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
-holding up the next flush, to group `task.<id>` as one `task.events` message per
-`BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with `?frames=batch`
-gets a delivery as one frame, others one frame per event).
-Rows are committed before they are delivered, so a socket that replays from the database and then
-listens never misses one.
+task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch, in
+order but without holding up the next flush, to group `task.<id>` as one `task.events` message
+per `BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with
+`?frames=batch` gets a delivery as one frame, others one frame per event). This process's
+sockets that follow the task (`consumers.deliver_local`) get an event outside `IMMEDIATE` when it
+is recorded (those of one turn of the loop together), before its row is written, and an
+`IMMEDIATE` one after its commit. The channel layer only carries committed rows, so a socket
+that replays from the database and then listens never misses one; a local socket that finds a
+gap replays it from the database too.
 
 When flushes happen (`streaming.flush_interval_ms` is the window):
 - the first event after a quiet window goes out at once (a flush starts as soon as it is queued);
