@@ -2,15 +2,13 @@
 
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
 task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
-task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch, in
-order but without holding up the next flush, to group `task.<id>` as one `task.events` message
-per `BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with
-`?frames=batch` gets a delivery as one frame, others one frame per event). This process's
-sockets that follow the task (`consumers.deliver_local`) get an event outside `IMMEDIATE` when it
-is recorded (those of one turn of the loop together), before its row is written, and an
-`IMMEDIATE` one after its commit. The channel layer only carries committed rows, so a socket
-that replays from the database and then listens never misses one; a local socket that finds a
-gap replays it from the database too.
+task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
+process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
+holding up the next flush, to group `task.<id>` as one `task.events` message per
+`BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with `?frames=batch`
+gets a delivery as one frame, others one frame per event).
+Rows are committed before they are delivered, so a socket that replays from the database and then
+listens never misses one.
 
 When flushes happen (`streaming.flush_interval_ms` is the window):
 - the first event after a quiet window goes out at once (a flush starts as soon as it is queued);
@@ -103,8 +101,6 @@ class EventRecorder:
         self._failure: BaseException | None = None
         self._inflight: tuple[asyncio.Future, list[TaskEvent]] | None = None
         self._published: asyncio.Future | None = None  # the last batch's channel-layer send
-        self._delivered = task.last_seq  # the last seq handed to this process's sockets
-        self._early: list[dict] = []  # recorded, not yet handed to them (see record())
 
     async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
         """Queue one event (written now when it is in IMMEDIATE); returns its message."""
@@ -121,17 +117,11 @@ class EventRecorder:
         self._queued.append(event)
         if kind == "task_finished":
             self.finished = True
-        message = event.as_message()
         if kind in IMMEDIATE or len(self._queued) >= MAX_QUEUED:
             await self.flush()
         else:
-            # This process's sockets get it at once (with the others recorded in the same turn
-            # of the loop: one delivery); its row follows within the window.
-            if not self._early:
-                asyncio.get_running_loop().call_soon(self._deliver_early)
-            self._early.append(message)
             self._schedule()
-        return message
+        return event.as_message()
 
     async def flush(self) -> None:
         """Write and broadcast everything queued so far (waits for a write in flight)."""
@@ -205,19 +195,9 @@ class EventRecorder:
         await write_events(self.task_id, batch)
         self.flushes += 1
         messages = [event.as_message() for event in batch]
-        self._deliver_early()  # what was recorded before this batch's last event goes first
-        fresh = [m for m in messages if m["seq"] > self._delivered]  # not handed over early
-        if fresh:
-            self._delivered = fresh[-1]["seq"]
-            deliver_local(self.task_id, fresh)  # this process's sockets: at once
+        deliver_local(self.task_id, messages)  # this process's sockets: at once
         # The channel layer in order, off the flush path: the next flush need not wait for it.
         self._published = asyncio.ensure_future(self._broadcast(self._published, messages))
-
-    def _deliver_early(self) -> None:
-        early, self._early = self._early, []
-        if early:
-            self._delivered = early[-1]["seq"]
-            deliver_local(self.task_id, early)
 
     async def _broadcast(self, previous: asyncio.Future | None, messages: list[dict]) -> None:
         if previous is not None:
