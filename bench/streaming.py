@@ -70,21 +70,22 @@ async def one_socket(ws_url: str, cookie: str, origin: str, stream: Stream) -> N
             async with asyncio.timeout(90):
                 async for raw in socket:
                     received, wall = time.monotonic(), time.time()
-                    event = json.loads(raw)
-                    if event.get("seq") is None:
-                        stream.error = raw[:300]
-                        return
-                    stream.task_id = event["task_id"]
-                    if event["type"] == "token":
-                        if event["data"].get("restart"):
-                            stream.error = "the stream restarted"
+                    frame = json.loads(raw)
+                    for event in frame["events"] if frame.get("type") == "batch" else [frame]:
+                        if event.get("seq") is None:
+                            stream.error = raw[:300]
                             return
-                        stream.frames.append((received, event["data"]["text"]))
-                        created = datetime.fromisoformat(event["ts"]).timestamp()
-                        stream.event_to_frame.append(wall - created)
-                    elif event["type"] == "task_finished":
-                        stream.status = event["data"]["status"]
-                        return
+                        stream.task_id = event["task_id"]
+                        if event["type"] == "token":
+                            if event["data"].get("restart"):
+                                stream.error = "the stream restarted"
+                                return
+                            stream.frames.append((received, event["data"]["text"]))
+                            created = datetime.fromisoformat(event["ts"]).timestamp()
+                            stream.event_to_frame.append(wall - created)
+                        elif event["type"] == "task_finished":
+                            stream.status = event["data"]["status"]
+                            return
     except Exception as exc:  # reported, and fails the run
         stream.error = f"{type(exc).__name__}: {exc}"
 
@@ -145,7 +146,7 @@ def main() -> dict:
             agentkit_server(tmp, AGENTKIT_CONFIG=str(config), REDIS_URL=redis_url)
         )
         cookie = login_cookie(server.url, server.username, server.password)
-        ws_url = server.url.replace("http://", "ws://") + "/ws/chat/"
+        ws_url = server.url.replace("http://", "ws://") + "/ws/chat/?frames=batch"  # as the page
         streams = [Stream(i, f"stream test {i}") for i in range(SOCKETS)]
 
         async def drive() -> None:

@@ -403,7 +403,8 @@
 
   function connect() {
     const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    const socket = new WebSocket(proto + "//" + location.host + "/ws/chat/");
+    // frames=batch: the server sends the events of one delivery as one {"type": "batch"} frame.
+    const socket = new WebSocket(proto + "//" + location.host + "/ws/chat/?frames=batch");
     state.socket = socket;
     socket.addEventListener("open", () => {
       state.backoff = 500;
@@ -414,7 +415,13 @@
       const queued = state.pending.splice(0);
       for (const frame of queued) socket.send(JSON.stringify(frame));
     });
-    socket.addEventListener("message", (msg) => { try { receive(JSON.parse(msg.data)); } catch (err) { console.error(err); } });
+    socket.addEventListener("message", (msg) => {
+      let frame;
+      try { frame = JSON.parse(msg.data); } catch (err) { console.error(err); return; }
+      for (const ev of frame.type === "batch" && Array.isArray(frame.events) ? frame.events : [frame]) {
+        try { receive(ev); } catch (err) { console.error(err); }
+      }
+    });
     socket.addEventListener("close", () => {
       document.body.dataset.socket = "closed";
       setTimeout(connect, state.backoff);

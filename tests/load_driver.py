@@ -91,18 +91,7 @@ async def one_socket(
             )
             async with asyncio.timeout(timeout):
                 async for raw in socket:
-                    event = json.loads(raw)
-                    if event.get("seq") is None:
-                        run.error = json.dumps(event)
-                        break
-                    if run.first_event_s is None:
-                        run.first_event_s = time.monotonic() - started
-                        run.message_to_first_event_s = run.first_event_s - run.connected_s
-                    run.task_id = event["task_id"]
-                    run.seqs.append(event["seq"])
-                    run.types.append(event["type"])
-                    if event["type"] == "task_finished":
-                        run.status = event["data"]["status"]
+                    if _take(run, json.loads(raw), started):
                         break
     except Exception as exc:  # reported, and fails the check
         run.error = f"{type(exc).__name__}: {exc}"
@@ -110,10 +99,29 @@ async def one_socket(
     return run
 
 
+def _take(run: SocketRun, frame: dict, started: float) -> bool:
+    """Record a frame's events (a batch frame holds several); True when the task is over."""
+    for event in frame["events"] if frame.get("type") == "batch" else [frame]:
+        if event.get("seq") is None:
+            run.error = json.dumps(event)
+            return True
+        if run.first_event_s is None:
+            run.first_event_s = time.monotonic() - started
+            run.message_to_first_event_s = run.first_event_s - run.connected_s
+        run.task_id = event["task_id"]
+        run.seqs.append(event["seq"])
+        run.types.append(event["type"])
+        if event["type"] == "task_finished":
+            run.status = event["data"]["status"]
+            return True
+    return False
+
+
 async def drive(
-    base_url: str, cookie: str, sockets: int, *, timeout: float = 120
+    base_url: str, cookie: str, sockets: int, *, timeout: float = 120, batch: bool = True
 ) -> list[SocketRun]:
-    ws_url = base_url.replace("http://", "ws://") + "/ws/chat/"
+    """`batch`: open the sockets as the chat page does (/ws/chat/?frames=batch)."""
+    ws_url = base_url.replace("http://", "ws://") + "/ws/chat/" + ("?frames=batch" if batch else "")
     return await asyncio.gather(
         *(one_socket(ws_url, cookie, base_url, i, timeout) for i in range(sockets))
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -25,6 +26,10 @@ _db = functools.partial(sync_to_async, thread_sensitive=False)
 # Close code for "authentication required" (4000-4999 are free for applications).
 CLOSE_UNAUTHENTICATED = 4401
 CATCH_UP_SECONDS = 2.0
+# A socket opened as /ws/chat/?frames=batch (the chat page) gets the events that one delivery
+# hands it (a flush's batch, a replayed page) as ONE frame {"type": "batch", "events": [...]}
+# when there are several; other sockets get each event as its own frame.
+BATCH_FRAME_MAX_EVENTS = 200
 REQUIRED_FIELDS = {
     "user_message": ("text",),
     "cancel": ("task_id",),
@@ -44,8 +49,33 @@ def task_group(task_id: int) -> str:
 _followers: dict[int, set[ChatConsumer]] = {}
 
 
+# Tasks running inline in this process, by the loop they run on (executors._spawn). A socket on
+# that loop that follows one gets every batch from `deliver_local` and does not join the task's
+# channel-layer group: the layer would only echo each batch back to this process (a Redis round
+# trip, a decode and a dispatch per batch and socket, dropped by seq). When the run ends, such
+# sockets join the group, so a later run of the task elsewhere (another process, RQ) reaches them.
+_local_runs: dict[int, asyncio.AbstractEventLoop] = {}
+_local_delivered: dict[int, int] = {}  # the last seq a local run handed to `deliver_local`
+
+
+def local_run_started(task_id: int) -> None:
+    """On the loop that runs the task inline (executors._spawn), before it starts."""
+    _local_runs[task_id] = asyncio.get_running_loop()
+
+
+def local_run_ended(task_id: int) -> None:
+    """On the same loop, when the run is over: followers not in the group join it."""
+    _local_runs.pop(task_id, None)
+    _local_delivered.pop(task_id, None)
+    for consumer in list(_followers.get(task_id, ())):
+        if task_id not in consumer.grouped:
+            consumer.loop.create_task(consumer._join_group(task_id, unless_finished=True))
+
+
 def deliver_local(task_id: int, events: list[dict]) -> None:
     """Give a committed batch to this process's sockets following the task (runner, same loop)."""
+    if task_id in _local_runs:
+        _local_delivered[task_id] = events[-1]["seq"]
     for consumer in list(_followers.get(task_id, ())):
         if consumer.loop is asyncio.get_running_loop():
             consumer.loop.create_task(consumer.task_events({"events": events}))
@@ -60,8 +90,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         self.user = user
         self.sent_seq: dict[int, int] = {}
         self.finished: set[int] = set()
+        self.grouped: set[int] = set()  # tasks whose channel-layer group this socket joined
         self.delivery = asyncio.Lock()  # replay, catch-up and live delivery never interleave
         self.loop = asyncio.get_running_loop()
+        query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        self.batch_frames = "batch" in query.get("frames", ())
+        self.outbox: list[dict] = []  # events to send when the delivery in progress ends
         await self.accept()
         self.catch_up = asyncio.create_task(self._catch_up_loop())
 
@@ -74,6 +108,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             followers.discard(self)
             if not followers:
                 _followers.pop(task_id, None)
+        for task_id in list(getattr(self, "grouped", ())):
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
     async def _catch_up_loop(self) -> None:
@@ -94,6 +129,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 if seen.get(task_id, 0) > self.sent_seq.get(task_id, last_seq):
                     async with self.delivery:
                         await self._replay(task_id)
+                        await self._send_frames()
             seen = dict(stored)
 
     # ── incoming ───────────────────────────────────────────────────────────────────────────────
@@ -145,16 +181,26 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task = await _db(self._create_task)(content)
-        after_seq = task.last_seq
-        if task.last_seq == 0 and task.status == "queued":
-            # Started before the socket joins the group: joining costs Redis round trips that
-            # the first event need not wait for. Whatever the runner commits before the join is
-            # replayed from the database by `_follow`; what it commits later is delivered live.
-            await _db(executors.task_submit)(task_id=task.pk)
-        await self._follow(task.pk, after_seq=after_seq)
+        task, submitted = await _db(self._create_task)(content)
+        # A new task submitted to a run on this loop that has delivered nothing yet: nothing is
+        # stored to replay, and `deliver_local` hands this socket every batch from the first.
+        fresh = submitted and _local_runs.get(task.pk) is self.loop
+        await self._follow(
+            task.pk, after_seq=task.last_seq, replay=not (fresh and task.pk not in _local_delivered)
+        )
 
     def _create_task(self, content: dict):
+        """Create the task and, when it is new, submit it: one trip to a worker thread, so 50
+        sockets sending at once do not queue twice behind each other for a thread."""
+        task = self._create_task_row(content)
+        if task.last_seq == 0 and task.status == "queued":
+            # Started before the socket follows it: whatever the runner commits before that is
+            # replayed from the database by `_follow`; what it commits later is delivered live.
+            executors.task_submit(task_id=task.pk, prepare=True)
+            return task, True
+        return task, False
+
+    def _create_task_row(self, content: dict):
         from django.db import transaction
 
         workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
@@ -211,16 +257,28 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await sync_to_async(executors.task_submit)(task_id=task_id)
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
-    async def _follow(self, task_id: int, *, after_seq: int) -> None:
+    async def _follow(self, task_id: int, *, after_seq: int, replay: bool = True) -> None:
         """Join the task's group first, then replay what is stored after `after_seq`; live events
         queued meanwhile are de-duplicated by seq in `_send_event`."""
         async with self.delivery:
             if task_id not in self.sent_seq:
-                await self.channel_layer.group_add(task_group(task_id), self.channel_name)
                 _followers.setdefault(task_id, set()).add(self)
+                if _local_runs.get(task_id) is not self.loop:  # else deliver_local has it all
+                    await self._join_group(task_id)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
-            await self._replay(task_id)
+            if replay:
+                await self._replay(task_id)
+            await self._send_frames()
+
+    async def _join_group(self, task_id: int, *, unless_finished: bool = False) -> None:
+        if unless_finished:  # after the batches handed over before it (the lock is FIFO)
+            async with self.delivery:
+                if task_id in self.finished or task_id not in self.sent_seq:
+                    return
+        if task_id not in self.grouped:
+            self.grouped.add(task_id)
+            await self.channel_layer.group_add(task_group(task_id), self.channel_name)
 
     async def _replay(self, task_id: int) -> None:
         """Send the stored events after the last one sent, in order. Caller holds `delivery`."""
@@ -231,18 +289,22 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             if not events:
                 return
             for event in events:
-                await self._send_in_order(event.as_message())
+                self._send_in_order(event.as_message())
+            await self._send_frames()
 
     # ── broadcast from the runner ──────────────────────────────────────────────────────────────
     async def task_event(self, message: dict) -> None:
         async with self.delivery:
             await self._send_event(message["event"])
+            await self._send_frames()
 
     async def task_events(self, message: dict) -> None:
-        """A batch from the runner (one per flush, recorder.py): each event is its own frame."""
+        """A batch from the runner (one per flush, recorder.py): one frame on a batch socket,
+        else each event is its own frame."""
         async with self.delivery:
             for event in message["events"]:
                 await self._send_event(event)
+            await self._send_frames()
 
     async def _send_event(self, event: dict) -> None:
         task_id = event["task_id"]
@@ -253,16 +315,30 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             # A gap (the channel layer dropped a message): fill it from the database.
             await self._replay(task_id)
             return
-        await self._send_in_order(event)
+        self._send_in_order(event)
 
-    async def _send_in_order(self, event: dict) -> None:
+    def _send_in_order(self, event: dict) -> None:
+        """Queue the event for `_send_frames` if it is the next one of its task."""
         task_id = event["task_id"]
         if event["seq"] != self.sent_seq[task_id] + 1:
             return
         self.sent_seq[task_id] = event["seq"]
         if event["type"] == "task_finished":
             self.finished.add(task_id)
-        await self.send_json(event)
+        self.outbox.append(event)
+
+    async def _send_frames(self) -> None:
+        """Send the queued events, in order. Caller holds `delivery`."""
+        events, self.outbox = self.outbox, []
+        if not self.batch_frames:
+            for event in events:
+                await self.send_json(event)
+            return
+        for start in range(0, len(events), BATCH_FRAME_MAX_EVENTS):
+            chunk = events[start : start + BATCH_FRAME_MAX_EVENTS]
+            await self.send_json(
+                chunk[0] if len(chunk) == 1 else {"type": "batch", "events": chunk}
+            )
 
     async def send_error(self, code: str, message: str, *, suggestions=None, task_id=None) -> None:
         await self.send_json(

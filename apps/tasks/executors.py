@@ -28,8 +28,11 @@ SERVING_SWITCH_INTERVAL_SECONDS = 0.001
 _inline_tasks: set[asyncio.Task] = set()
 
 
-def task_submit(*, task_id: int) -> None:
-    """Start a queued task on the configured executor once the current transaction commits."""
+def task_submit(*, task_id: int, prepare: bool = False) -> None:
+    """Start a queued task on the configured executor once the current transaction commits.
+    `prepare` (inline only; a blocking caller such as a socket's worker thread): the run is
+    prepared in the calling thread (runner.prepare_run: the task, its history, pitfalls and
+    repository map), so it starts on the serving loop without trips to worker threads."""
     config = agent_config()
     if config.executor.kind == "rq":
         if not settings.REDIS_URL:
@@ -44,7 +47,7 @@ def task_submit(*, task_id: int) -> None:
             lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
         )
     else:
-        transaction.on_commit(lambda: _start_inline(task_id))
+        transaction.on_commit(lambda: _start_inline(task_id, prepare=prepare))
 
 
 def warm_up() -> None:
@@ -106,20 +109,23 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
     return None
 
 
-def _spawn(task_id: int) -> None:
+def _spawn(task_id: int, prepared=None) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
+    from apps.tasks.consumers import local_run_ended, local_run_started
     from apps.tasks.runner import run_task
 
+    local_run_started(task_id)  # this process's sockets get its events directly
     # A fresh context: the task must not inherit the submitting request's context variables
     # (asgiref's would make it believe it is inside that request's sync_to_async call).
     runner = asyncio.get_running_loop().create_task(
-        run_task(task_id), name=f"task-{task_id}", context=contextvars.Context()
+        run_task(task_id, prepared), name=f"task-{task_id}", context=contextvars.Context()
     )
     _inline_tasks.add(runner)
     runner.add_done_callback(_inline_tasks.discard)
+    runner.add_done_callback(lambda _: local_run_ended(task_id))
 
 
-def _start_inline(task_id: int) -> None:
+def _start_inline(task_id: int, *, prepare: bool = False) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
@@ -135,5 +141,8 @@ def _start_inline(task_id: int) -> None:
         running = None
     if running is loop:
         _spawn(task_id)
-    else:
-        loop.call_soon_threadsafe(_spawn, task_id, context=contextvars.Context())
+    else:  # a worker thread: it may prepare the run, off the loop
+        from apps.tasks.runner import prepare_run
+
+        prepared = prepare_run(task_id) if prepare else None
+        loop.call_soon_threadsafe(_spawn, task_id, prepared, context=contextvars.Context())

@@ -5,7 +5,8 @@ task) and queues it; a flush writes everything queued in ONE transaction (`bulk_
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
 process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
-`BROADCAST_MAX_EVENTS` (the consumer sends each event as its own frame and drops copies by seq).
+`BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with `?frames=batch`
+gets a delivery as one frame, others one frame per event).
 Rows are committed before they are delivered, so a socket that replays from the database and then
 listens never misses one.
 

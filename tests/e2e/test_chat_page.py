@@ -168,7 +168,7 @@ def test_a_rejected_message_stays_in_the_box_with_the_reason(page: Page, server,
     expect(page.get_by_role("button", name="Send")).to_be_enabled()  # it can be sent again
     page.screenshot(path=str(artifacts / "chat-rejected-message.png"))
     # Not connected: kept, with the reason.
-    page.route("**/ws/chat/", lambda route: route.abort())
+    page.route("**/ws/chat/**", lambda route: route.abort())
     page.evaluate("window.agentkitSocket.drop()")
     page.locator("#message").fill("while offline")
     page.get_by_role("button", name="Send").click()

@@ -28,9 +28,9 @@ def _cookie_for(user):
     )
 
 
-async def open_socket(user) -> WebsocketCommunicator:
+async def open_socket(user, path: str = "/ws/chat/") -> WebsocketCommunicator:
     cookie = await sync_to_async(_cookie_for)(user)
-    communicator = WebsocketCommunicator(application, "/ws/chat/", headers=[ORIGIN, cookie])
+    communicator = WebsocketCommunicator(application, path, headers=[ORIGIN, cookie])
     connected, _ = await communicator.connect()
     assert connected
     return communicator

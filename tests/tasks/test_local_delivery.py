@@ -4,13 +4,15 @@ other processes, and a socket that gets both sends every event once, in order.""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer
 
 from apps.tasks.models import Task
 from apps.tasks.recorder import EventRecorder
-from tests.tasks.factories import make_task
+from tests.tasks.factories import add_events, make_task
 from tests.tasks.test_consumer import open_socket, people  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,4 +61,62 @@ async def test_local_and_channel_layer_delivery_together_send_each_event_once(pe
     await recorder.aclose()
     assert [seq for seq, _ in await _frames(communicator, 12)] == list(range(1, 13))
     assert await communicator.receive_nothing(timeout=0.5)  # no duplicate frame
+    await communicator.disconnect()
+
+
+async def test_a_batch_socket_gets_one_frame_per_delivery_and_a_plain_socket_one_per_event(people):  # noqa: F811
+    task = await sync_to_async(make_task)(people["alice"], people["alpha"])
+    batch = await open_socket(people["alice"], "/ws/chat/?frames=batch")
+    plain = await open_socket(people["alice"])
+    for socket in (batch, plain):
+        await socket.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
+        assert await socket.receive_nothing(timeout=0.2)
+    task = await sync_to_async(Task.objects.select_related("workspace").get)(pk=task.pk)
+    recorder = EventRecorder(task, flush_interval_ms=60_000)  # tokens wait for task_finished
+    await recorder.record("task_started", {})  # written at once: a batch of one
+    for i in range(5):
+        await recorder.record("token", {"step": 1, "text": str(i)})
+    await recorder.record("task_finished", {"status": "completed"})  # the five tokens and it
+    await recorder.aclose()
+    first = await batch.receive_json_from(timeout=5)
+    assert (first["type"], first["seq"]) == ("task_started", 1)  # one event: a plain frame
+    second = await batch.receive_json_from(timeout=5)
+    assert second["type"] == "batch"
+    assert [(e["seq"], e["type"]) for e in second["events"]] == [
+        *[(seq, "token") for seq in range(2, 7)],
+        (7, "task_finished"),
+    ]
+    assert await batch.receive_nothing(timeout=0.3)
+    assert [seq for seq, _ in await _frames(plain, 7)] == list(range(1, 8))
+    # A replay is one delivery too.
+    late = await open_socket(people["alice"], "/ws/chat/?frames=batch")
+    await late.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 2})
+    replayed = await late.receive_json_from(timeout=5)
+    assert [e["seq"] for e in replayed["events"]] == [3, 4, 5, 6, 7]
+    for socket in (batch, plain, late):
+        await socket.disconnect()
+
+
+async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_the_run_ends(people):  # noqa: F811
+    from channels.layers import get_channel_layer
+
+    from apps.tasks.consumers import local_run_ended, local_run_started, task_group
+
+    task = await sync_to_async(make_task)(people["alice"], people["alpha"])
+    local_run_started(task.pk)  # as executors._spawn does for an inline run
+    communicator = await open_socket(people["alice"])
+    await communicator.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
+    assert await communicator.receive_nothing(timeout=0.2)
+    stored = await sync_to_async(add_events)(task, "task_started", "token")
+    layer = get_channel_layer()
+    message = {"type": "task.events", "events": [e.as_message() for e in stored]}
+    await layer.group_send(task_group(task.pk), message)
+    assert await communicator.receive_nothing(timeout=0.3)  # not in the group: no echo
+    local_run_ended(task.pk)  # the run is over and the task unfinished: the socket joins
+    for _ in range(50):
+        await asyncio.sleep(0.02)
+        await layer.group_send(task_group(task.pk), message)
+        if not await communicator.receive_nothing(timeout=0.05):
+            break
+    assert [seq for seq, _ in await _frames(communicator, 2)] == [1, 2]
     await communicator.disconnect()

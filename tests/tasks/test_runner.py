@@ -132,3 +132,33 @@ async def test_inline_tasks_submitted_from_a_sync_thread_run_on_the_serving_loop
     assert spawned and spawned[0].get_loop() is serving
     assert await spawned[0] == "completed"
     assert not [t for t in threading.enumerate() if t.name == f"task-{task.pk}"]
+
+
+async def test_a_run_prepared_in_the_submitting_thread_records_what_an_unprepared_one_does(demo):
+    """executors.task_submit(prepare=True): the socket's worker thread loads the task and builds
+    the engine's task (runner.prepare_run); the run then starts with it, with the same events."""
+    from apps.tasks.runner import prepare_run
+
+    user, workspace, _ = demo
+    plain = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
+    ready = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
+    prepared = await sync_to_async(prepare_run)(ready.pk)
+    assert prepared.task.pk == ready.pk and prepared.agent_task.goal == "hello"
+    assert await run_task(plain.pk) == "completed"
+    assert await run_task(ready.pk, prepared) == "completed"
+    kinds = [[e.type for e in await sync_to_async(events_of)(t)] for t in (plain, ready)]
+    assert kinds[0] == kinds[1] and kinds[1][0] == "task_started"
+
+
+async def test_a_failure_while_preparing_is_reported_by_the_run(demo):
+    from apps.tasks.runner import prepare_run
+
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal="hello", mode="no_such_mode")
+    prepared = await sync_to_async(prepare_run)(task.pk)
+    assert prepared.failure is not None and prepared.agent_task is None
+    assert await run_task(task.pk, prepared) == "failed"
+    events = await sync_to_async(events_of)(task)
+    assert [e.type for e in events] == ["task_started", "error", "task_finished"]
+    assert events[1].data["error_struct"]["error_code"] == "mode_not_available"
+    assert await sync_to_async(prepare_run)(task.pk) is None  # finished: nothing to prepare
