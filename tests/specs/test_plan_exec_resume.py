@@ -2,10 +2,12 @@
 resume_task` refuse a live task (task_alive) and a finished one or one without a confirmed spec
 (not_resumable), and resume an interrupted one from its confirmed spec without asking the planner
 again; a review whose run died waiting (the process restarted while `awaiting_review`) is answered
-by a continuation run instead of staying stuck, and gets its one `spec_review_resolved`."""
+by a continuation run instead of staying stuck, and gets its one `spec_review_resolved`; a live
+run keeps its heartbeat while it waits, so a reply resumes that run and starts no second one."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -17,10 +19,21 @@ from django.test import Client
 from django.utils import timezone
 
 from apps.engine.planner import parse_draft
+from apps.specs.checkpoints import HEARTBEAT_SECONDS
 from apps.specs.models import Spec
 from apps.specs.services import spec_review_open, spec_set_status, spec_store
 from apps.tasks.models import Task
-from tests.specs.conftest import WORKER, events, new_task, spec_json, task_row, wait_until
+from apps.tasks.runner import run_task
+from tests.specs.conftest import (
+    PLANNER,
+    WORKER,
+    events,
+    new_task,
+    pending_review,
+    spec_json,
+    task_row,
+    wait_until,
+)
 from tests.tasks.factories import add_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -141,3 +154,30 @@ async def test_a_reply_to_a_review_whose_run_died_starts_a_continuation_run(work
     resolved = next(e.data for e in stored if e.type == "spec_review_resolved")
     assert (resolved["decision"], resolved["spec_id"]) == ("confirmed", spec.pk)
     assert [e.seq for e in stored] == list(range(1, len(stored) + 1))
+
+
+async def test_a_run_awaiting_review_keeps_its_heartbeat_so_a_reply_resumes_it_not_a_new_run(
+    workspace, spec_config
+):
+    user, ws, _ = workspace
+    spec_config([PLANNER, WORKER])
+    task = await sync_to_async(new_task)(user, ws)
+    running = asyncio.create_task(run_task(task.pk))
+    review = await wait_until(pending_review(task.pk))
+    old = timezone.now() - timedelta(seconds=60)
+    await sync_to_async(Spec.objects.filter(pk=review.spec_id).update)(updated_at=old)
+
+    def beaten():  # the live run touches its spec again while it waits
+        return Spec.objects.filter(pk=review.spec_id, updated_at__gt=old).exists()
+
+    await wait_until(beaten, timeout=HEARTBEAT_SECONDS * 5)
+    client = await sync_to_async(client_of)(user)
+    response = await sync_to_async(client.post)(
+        f"/api/specs/{review.spec_id}/review",
+        json.dumps({"decision": "confirm"}),
+        content_type="application/json",
+    )
+    assert response.json()["continued"] is False  # the waiting run goes on itself
+    assert await asyncio.wait_for(running, 60) == "completed"
+    kinds = [e.type for e in await sync_to_async(events)(task.pk)]
+    assert kinds.count("task_started") == 1 and kinds.count("spec_review_resolved") == 1
