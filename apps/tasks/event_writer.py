@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from apps.tasks.models import Task, TaskEvent, TaskStatus
+from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +85,27 @@ class EventWriter:
 
 def persist_events(task_id: int, events: list[TaskEvent]) -> None:
     """Inside the caller's transaction: the rows, then the task's `last_seq` (and `running` with
-    `started_at` when the batch holds task_started)."""
+    `started_at` when the batch holds task_started; the final status, answer, usage and cost when
+    it holds task_finished, so a client told of the end finds the task ended — and one that sees
+    the task ended finds the event. The runner's lifecycle hook then adds what no event carries:
+    the failure's salvage and own text, the spec's end, evolution)."""
     TaskEvent.objects.bulk_create(events)
     updates: dict[str, Any] = {"last_seq": events[-1].seq}
     started = next((e for e in events if e.type == "task_started"), None)
     if started is not None:
         updates.update(status=TaskStatus.RUNNING, started_at=started.ts)
     Task.objects.filter(pk=task_id).update(**updates)
+    finished = next((e for e in events if e.type == "task_finished"), None)
+    if finished is not None and finished.data.get("status") in TaskStatus.values:
+        data = finished.data
+        Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+            status=data["status"],
+            result=data.get("final") or "",
+            error=data.get("error"),
+            usage=data.get("usage") or {},
+            cost=data.get("cost") or 0.0,
+            finished_at=finished.ts,
+        )
 
 
 _writer: EventWriter | None = None

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.engine.cancellation import CancellationToken
@@ -76,7 +77,9 @@ class RunAborted(Exception):
 def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
     # Failure handling: the salvage and the failure's own text (scrubbed) when there are some.
     extra = {k: v for k, v in (scrubbed or {}).items() if v}
-    Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+    # Not final yet, or final as this result: its task_finished row set it (event_writer.py).
+    unfinished = ~Q(status__in=FINAL_STATUSES) | Q(status=result.status)
+    Task.objects.filter(unfinished, pk=task_id).update(
         **extra,
         status=result.status,
         result=result.final,
@@ -354,22 +357,13 @@ async def run_task(task_id: int) -> str:
 
 
 async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
-    """Record the run's events. `task_finished` is recorded once the stream has ended, that is
-    after the lifecycle hook stored the final status: a client acting on it finds the task
-    finished. plan_exec: each phase the run leaves is checkpointed (`phase_changed`)."""
-    finished = None
-    try:
-        async with aclosing(stream) as events:
-            async for event in events:
-                if event.type == "task_finished":
-                    finished = event
-                    continue
-                await recorder.record(event.type, event.data, event.ts)
-                if checkpoints is not None and event.type == "phase_changed":
-                    await checkpoints.save(phase_checkpoint(event.data))
-    finally:
-        if finished is not None:
-            await recorder.record(finished.type, finished.data, finished.ts)
+    """Record the run's events (`task_finished` commits with the final status: event_writer.py).
+    plan_exec: each phase the run leaves is checkpointed (`phase_changed`)."""
+    async with aclosing(stream) as events:
+        async for event in events:
+            await recorder.record(event.type, event.data, event.ts)
+            if checkpoints is not None and event.type == "phase_changed":
+                await checkpoints.save(phase_checkpoint(event.data))
 
 
 async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:
