@@ -66,6 +66,11 @@
     const why = { tool: "", auto: " (automatically, after many steps)", budget: " (think budget used up)", retry: " (verification failed: another round)" }[d.reason] || "";
     note(view, "phase-note", "Phase: " + d.previous + " → " + d.phase + why);
   };
+  renderers.task_resumed = (view, ev) => {  // a run that goes on after a process restart
+    const d = ev.data;
+    if (d.phase) showPhase(view, d.phase, d.counters);
+    note(view, "phase-note", "Resumed after a restart" + (d.phase ? " in the " + d.phase + " phase" : "") + ": " + d.steps + " finished steps kept, the spec is not planned again.");
+  };
   renderers.phase_violation = (view, ev) => {
     note(view, "violation-note", "Refused in the " + ev.data.phase + " phase: " + ev.data.tool + ". " + (ev.data.hint || ""));
   };

@@ -1,9 +1,9 @@
 // agentkit chat page: team_collab rendering. chat.js calls window.agentkitRenderers[type](view, ev)
 // after its own renderer for that type; renderers of other scripts for the same type still run.
 // Renders the team board (each spec phase with its expert and state), phase and rollback notes,
-// and — for a team task whose process died mid-run (GET /api/tasks/<id> says `resumable`) — a
-// Resume button (POST /api/tasks/<id>/resume: the task goes on from its checkpoints; finished
-// phases are not run again).
+// and — for a team_collab or plan_exec task whose process died mid-run (GET /api/tasks/<id> says
+// `resumable`) — a Resume button (POST /api/tasks/<id>/resume: the task goes on from its
+// checkpoints; finished phases are not run again).
 (function () {
   "use strict";
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
@@ -102,6 +102,7 @@
   };
 
   chained("task_started", (view, ev) => {
+    if (ev.data.mode === "plan_exec") watchInterrupted(view, ev.task_id);
     if (ev.data.mode !== "team_collab") return;
     showBoard(view, ev.data.phases);
     watchInterrupted(view, ev.task_id);

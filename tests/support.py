@@ -306,3 +306,52 @@ def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=180,
     )
+
+
+# A plan_exec task whose process died after its planning phase (step 1: read slugify, advance to
+# building), its spec executing and its heartbeat stale: what a restarted server finds. A
+# `manage.py shell -c` script (format it with user=USERNAME) on a bootstrapped demo; prints the id.
+INTERRUPTED_PLAN_TASK = """
+import json
+from datetime import timedelta
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from apps.engine.phases import PhaseTracker, gate_call
+from apps.engine.llm.types import ToolCall
+from apps.specs.models import Spec
+from apps.tasks.conf import agent_config
+from apps.tasks.models import Task, TaskEvent, Workspace
+user = get_user_model().objects.get(username={user!r})
+ws = Workspace.objects.get(name="demo")
+goal = "fix the failing test in tests/test_slug.py"
+draft = {{"goal": goal, "phases": [{{"id": "fix", "title": "Fix slugify"}}],
+          "verification_commands": []}}
+task = Task.objects.create(workspace=ws, user=user, mode="plan_exec", goal=goal,
+                           status="running", started_at=timezone.now())
+Spec.objects.create(task=task, workspace=ws, goal=goal, draft=draft, status="executing")
+tracker = PhaseTracker.for_run(agent_config().plan_exec)
+tracker.begin_step(1)
+advance = ToolCall("c2", "advance_phase", {{"summary": "read it"}})
+result, changed = gate_call(tracker, advance, None)
+usage = {{"input_tokens": 900, "output_tokens": 40, "cache_read_tokens": 0,
+          "cache_write_tokens": 0, "llm_calls": 2}}
+rows = [
+    ("task_started", {{"mode": "plan_exec", "goal": goal}}),
+    ("token", {{"step": 1, "text": "Planning: reading slugify first."}}),
+    ("tool_call", {{"step": 1, "call_id": "c1", "name": "read_file",
+                    "arguments": {{"path": "textkit/slug.py", "symbol": "slugify"}},
+                    "usage": usage, "cost": 0.0}}),
+    ("tool_result", {{"step": 1, "call_id": "c1", "name": "read_file", "ok": True,
+                      "output": "def slugify(text, separator='-'): ..."}}),
+    ("tool_call", {{"step": 1, "call_id": "c2", "name": "advance_phase",
+                    "arguments": advance.arguments}}),
+    *changed,
+    ("tool_result", {{"step": 1, "call_id": "c2", "name": "advance_phase", "ok": True,
+                      "output": result.output}}),
+]
+for seq, (kind, data) in enumerate(rows, 1):
+    TaskEvent.objects.create(task=task, seq=seq, type=kind, data=data, ts=timezone.now())
+Task.objects.filter(pk=task.pk).update(last_seq=len(rows))
+Spec.objects.filter(task=task).update(updated_at=timezone.now() - timedelta(minutes=5))
+print(task.pk)
+"""

@@ -27,7 +27,10 @@ plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
     reflection           step, attempt, ok, text (or error), counters
 
 `counters` = {phase, round, step, steps_in_phase, think_used, verify_used, reflect_used,
-budgets}: what phases.reconstruct() rebuilds an interrupted run's state from.
+budgets}: what phases.reconstruct() rebuilds an interrupted run's state from. A plan_exec run
+that goes on from an interrupted one (apps/engine/resume.py) emits, after its spec stage:
+
+    task_resumed         phase, steps, restored_messages, llm_calls, counters
 react runs with the failure chain (apps/engine/fallback.py, runner-started tasks) also emit:
 
     recovery_started     step, attempt, max_retries, error_struct (the failed attempt's),
@@ -77,6 +80,7 @@ EventType = Literal[
     "budget_exhausted",
     "verification_result",
     "reflection",
+    "task_resumed",
     "spec_review_request",
     "spec_review_resolved",
     "phase_started",

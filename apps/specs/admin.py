@@ -112,7 +112,7 @@ class SpecReviewAdmin(ReadOnlyAdmin):
 
 @admin.register(Checkpoint)
 class CheckpointAdmin(ReadOnlyAdmin):
-    """team_collab checkpoints (apps/specs/team.py): what a resumed task does not run again."""
+    """Checkpoints (apps/specs/checkpoints.py): what a resumed task does not run again."""
 
     workspace_lookup = "spec__workspace__in"
     list_display = ("id", "task_id", "spec", "phase_id", "status", "snapshot_ref", "created_at")

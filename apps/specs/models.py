@@ -120,7 +120,9 @@ class SpecReview(models.Model):
 class Checkpoint(models.Model):
     """A spec phase that ended in a team_collab run (apps/engine/orchestrator.py): what a run
     resumed after a restart needs to skip it. Saved only when the phase completed, or failed
-    with no rollback or a rollback that worked (seed 001 R21)."""
+    with no rollback or a rollback that worked (seed 001 R21). A plan_exec run saves one when
+    its spec is confirmed (`spec`) and one per engine phase it leaves (planning, building...,
+    with the phase counters; apps/engine/resume.py)."""
 
     spec = models.ForeignKey(Spec, on_delete=models.CASCADE, related_name="checkpoints")
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints")

@@ -47,3 +47,25 @@ def spec_payload(spec: Spec) -> dict:
         "review_decision": review.decision if review else None,
         "updated_at": spec.updated_at.isoformat(),
     }
+
+
+def spec_reviews_unrecorded(*, task_id: int) -> list[SpecReview]:
+    """The task's resolved reviews whose request event has no `spec_review_resolved` event (its
+    run died while waiting; the answer came later)."""
+    from apps.tasks.models import TaskEvent
+
+    events = TaskEvent.objects.filter(
+        task_id=task_id, type__in=("spec_review_request", "spec_review_resolved")
+    ).values_list("type", "data")
+    requested, resolved = set(), set()
+    for kind, data in events:
+        (requested if kind == "spec_review_request" else resolved).add(
+            (data or {}).get("spec_review_id")
+        )
+    waiting = requested - resolved
+    if not waiting:
+        return []
+    reviews = SpecReview.objects.select_related("spec").filter(
+        spec__task_id=task_id, review_id__in=waiting
+    )
+    return [review for review in reviews.order_by("id") if review.is_resolved]

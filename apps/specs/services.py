@@ -12,6 +12,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from apps.engine.spec import SpecDraft, parse_spec_review_id, spec_review_id
+from apps.specs.checkpoints import spec_stale
 from apps.specs.models import PhaseStatus, ReviewDecision, Spec, SpecPhase, SpecReview, SpecStatus
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.services import ApplicationError
@@ -128,14 +129,15 @@ def spec_reviews_close_pending(*, task_id: int) -> list[SpecReview]:
 class ReplyOutcome:
     review: SpecReview
     spec: Spec
-    continue_task: bool  # the spec was parked: the task must run again (the caller submits it)
+    # The spec was parked, or its run died waiting: the task must run again (the caller submits it)
+    continue_task: bool
 
 
 def spec_review_reply(*, user, review_id, decision, feedback="") -> ReplyOutcome:
     """A person's decision on a review: confirm or reject (with feedback). A pending review is
-    resolved (the waiting run, in whatever process, sees it); a parked spec is confirmed or
-    rejected and its task queued again for a continuation run. Anything else is refused and
-    nothing changes."""
+    resolved (the waiting run, in whatever process, sees it); a parked spec — or a pending one
+    whose run's process died (its heartbeat is stale) — is confirmed or rejected and its task
+    queued again for a continuation run. Anything else is refused and nothing changes."""
     spec_id = parse_spec_review_id(review_id)
     if spec_id is None:
         raise ApplicationError(
@@ -171,6 +173,12 @@ def spec_review_reply(*, user, review_id, decision, feedback="") -> ReplyOutcome
             )
         spec = review.spec
         parked = spec.status == SpecStatus.PARKED and spec.task.status == TaskStatus.PARKED
+        orphaned = (  # its run's process died while waiting (no heartbeat: checkpoints.py)
+            review.decision == ReviewDecision.PENDING
+            and spec.status == SpecStatus.PENDING_REVIEW
+            and spec.task.status == TaskStatus.AWAITING_REVIEW
+            and spec_stale(spec)
+        )
         if review.decision != ReviewDecision.PENDING and not parked:
             raise ApplicationError(
                 f"spec review {review_id} is already resolved ({review.decision}); "
@@ -186,8 +194,8 @@ def spec_review_reply(*, user, review_id, decision, feedback="") -> ReplyOutcome
         spec.status = SpecStatus.CONFIRMED if decision == "confirm" else SpecStatus.REJECTED
         spec.feedback = feedback if decision == "reject" else ""
         spec.save(update_fields=["status", "feedback", "updated_at"])
-        if parked:  # a continuation run starts from the stored spec
-            Task.objects.filter(pk=spec.task_id, status=TaskStatus.PARKED).update(
-                status=TaskStatus.QUEUED, cancel_requested_at=None, finished_at=None
-            )
-    return ReplyOutcome(review=review, spec=spec, continue_task=parked)
+        if parked or orphaned:  # a continuation run starts from the stored spec
+            Task.objects.filter(
+                pk=spec.task_id, status__in=(TaskStatus.PARKED, TaskStatus.AWAITING_REVIEW)
+            ).update(status=TaskStatus.QUEUED, cancel_requested_at=None, finished_at=None)
+    return ReplyOutcome(review=review, spec=spec, continue_task=parked or orphaned)

@@ -12,6 +12,7 @@ from apps.engine.planner import Planner
 from apps.engine.spec import SpecDraft
 from apps.engine.spec_stage import SpecStage
 from apps.specs.gate import DatabaseReviewGate
+from apps.specs.selectors import spec_reviews_unrecorded
 from apps.specs.services import spec_reviews_close_pending
 
 SPEC_MODES = ("plan_exec", "team_collab")
@@ -59,5 +60,24 @@ async def close_open_reviews(recorder) -> None:
                 "revision": review.spec.revision,
                 "decision": review.decision,
                 "feedback": "",
+            },
+        )
+
+
+async def record_missing_resolutions(recorder) -> None:
+    """Before a run: a review the last run asked for and that was answered after that run's
+    process died gets its `spec_review_resolved` now (one per request, on every path)."""
+    missing = await sync_to_async(spec_reviews_unrecorded, thread_sensitive=False)(
+        task_id=recorder.task_id
+    )
+    for review in missing:
+        await recorder.record(
+            "spec_review_resolved",
+            {
+                "spec_review_id": review.review_id,
+                "spec_id": review.spec_id,
+                "revision": review.spec.revision,
+                "decision": review.decision,
+                "feedback": review.feedback,
             },
         )

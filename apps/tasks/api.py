@@ -112,10 +112,10 @@ def task_payload(task, user=None) -> dict:
         "started_at": task.started_at.isoformat() if task.started_at else None,
         "finished_at": task.finished_at.isoformat() if task.finished_at else None,
     }
-    if task.mode == "team_collab":  # the chat page offers Resume (static/team.js)
-        from apps.specs.team import team_task_interrupted
+    if task.mode in ("plan_exec", "team_collab"):  # the chat page offers Resume (team.js)
+        from apps.specs.checkpoints import task_interrupted
 
-        payload["resumable"] = team_task_interrupted(task)
+        payload["resumable"] = task_interrupted(task)
     return payload | failure_fields(task, user)
 
 
@@ -364,8 +364,9 @@ def task_retry(request, task_id: int):
 
 @api_view(("POST",))
 def task_resume(request, task_id: int):
-    """Resume a team_collab task interrupted by a process restart, from its checkpoints."""
-    from apps.specs.team import task_resume as resume
+    """Resume a plan_exec or team_collab task interrupted by a process restart, from its
+    checkpoints (apps/specs/checkpoints.py)."""
+    from apps.specs.checkpoints import task_resume as resume
 
     task = selectors.task_for_user(user=request.user, task_id=task_id)
     if task is None:

@@ -20,7 +20,7 @@ from concurrent.futures import Future
 
 from django.db import connection, transaction
 
-from apps.tasks.models import Task, TaskEvent, TaskStatus
+from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,12 @@ class EventWriter:
 def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:
     """Inside the caller's transaction: the rows of every batch in one INSERT, then each task's
     `last_seq` in one statement (and `running` with `started_at` for a batch that holds
-    task_started). Per-batch ORM statements made the writer the bottleneck of 50 streaming
-    tasks (two statements a batch, a batch per task per flush window)."""
+    task_started; the final status, answer, usage and cost for one that holds task_finished, so a
+    client told of the end finds the task ended — and one that sees the task ended finds the
+    event; the runner's lifecycle hook then adds what no event carries: the failure's salvage and
+    own text, the spec's end, evolution). Per-batch ORM statements made the writer the
+    bottleneck of 50 streaming tasks (two statements a batch, a batch per task per flush
+    window)."""
     TaskEvent.objects.bulk_create([event for _, events in batches for event in events])
     last_seqs: dict[int, int] = {}
     for task_id, events in batches:
@@ -93,6 +97,9 @@ def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:
         started = next((e for e in events if e.type == "task_started"), None)
         if started is not None:
             Task.objects.filter(pk=task_id).update(status=TaskStatus.RUNNING, started_at=started.ts)
+        finished = next((e for e in events if e.type == "task_finished"), None)
+        if finished is not None and finished.data.get("status") in TaskStatus.values:
+            _store_final_status(task_id, finished)
     table, pk = Task._meta.db_table, Task._meta.pk.column
     column = Task._meta.get_field("last_seq").column
     qn = connection.ops.quote_name
@@ -121,3 +128,15 @@ async def write_events(task_id: int, events: list[TaskEvent]) -> None:
     """Commit one task's batch (with whatever other tasks submitted meanwhile) and return once
     it is committed; raises what the write raised."""
     await asyncio.wrap_future(event_writer().submit(task_id, events))
+
+
+def _store_final_status(task_id: int, finished: TaskEvent) -> None:
+    data = finished.data
+    Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+        status=data["status"],
+        result=data.get("final") or "",
+        error=data.get("error"),
+        usage=data.get("usage") or {},
+        cost=data.get("cost") or 0.0,
+        finished_at=finished.ts,
+    )

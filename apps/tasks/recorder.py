@@ -44,9 +44,18 @@ from apps.tasks.models import Task, TaskEvent
 log = logging.getLogger(__name__)
 
 # Written (with all queued before them) before record() returns: they change the task's status
-# or stop the run, and a client acting on them must find the database in agreement.
+# or stop the run, and a client acting on them must find the database in agreement; a
+# `phase_changed` is the checkpoint a resumed plan_exec run goes on from (resume.py).
 IMMEDIATE = frozenset(
-    {"task_started", "error", "spec_review_request", "spec_review_resolved", "task_finished"}
+    {
+        "task_started",
+        "task_resumed",
+        "phase_changed",
+        "error",
+        "spec_review_request",
+        "spec_review_resolved",
+        "task_finished",
+    }
 )
 MAX_QUEUED = 500  # back-pressure: past this many unwritten events, record() waits for a flush
 BROADCAST_MAX_EVENTS = 100  # events per channel-layer message

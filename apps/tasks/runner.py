@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.engine.cancellation import CancellationToken
@@ -28,6 +29,7 @@ from apps.engine.orchestrator import TeamOrchestrator
 from apps.engine.phases import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
+from apps.engine.resume import ResumePoint, ResumingPrelude, phase_checkpoint
 from apps.engine.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
@@ -35,9 +37,9 @@ from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import evolution_schedule, planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
-from apps.specs import team as team_specs
+from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.services import spec_finish_for_task
-from apps.specs.stage import close_open_reviews, spec_stage_for
+from apps.specs.stage import close_open_reviews, record_missing_resolutions, spec_stage_for
 from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
 from apps.tasks.failure import (
@@ -76,7 +78,9 @@ class RunAborted(Exception):
 def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
     # Failure handling: the salvage and the failure's own text (scrubbed) when there are some.
     extra = {k: v for k, v in (scrubbed or {}).items() if v}
-    Task.objects.filter(pk=task_id).exclude(status__in=FINAL_STATUSES).update(
+    # Not final yet, or final as this result: its task_finished row set it (event_writer.py).
+    unfinished = ~Q(status__in=FINAL_STATUSES) | Q(status=result.status)
+    Task.objects.filter(unfinished, pk=task_id).update(
         **extra,
         status=result.status,
         result=result.final,
@@ -206,9 +210,12 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
     )
 
 
-def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActEngine:
+def build_engine(
+    task: Task, config: AgentkitConfig, gateway: Gateway, point: ResumePoint | None = None
+) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
-    mode has verification on (verification.modes)."""
+    mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
+    checkpoint, or — `point` given — the interrupted run's state (apps/engine/resume.py)."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
         build_tools(ctx, available_tool_names()),
@@ -220,6 +227,9 @@ def build_engine(task: Task, config: AgentkitConfig, gateway: Gateway) -> ReActE
     verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
     hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
     stage = spec_stage_for(task, config, gateway, commands=spec_commands)
+    if task.mode == "plan_exec":
+        checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
+        stage = ResumingPrelude(stage, point, checkpoints)
     return ReActEngine(
         gateway,
         tools,
@@ -261,17 +271,17 @@ def build_team(task: Task, config: AgentkitConfig, gateway: Gateway) -> TeamOrch
         config,
         hooks=RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config)),
         commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
-        checkpoints=team_specs.DatabaseCheckpoints(task_id=task.pk),
+        checkpoints=spec_checkpoints.DatabaseCheckpoints(task_id=task.pk),
         stage=spec_stage_for(task, config, gateway, commands=spec_commands),
     )
 
 
-async def _team_events(orchestrator: TeamOrchestrator, agent_task: AgentTask, token):
-    """team_collab's events; meanwhile the executing spec's heartbeat tells a live run from one
-    whose process died (apps/specs/team.py)."""
-    beat = asyncio.create_task(_heartbeat(agent_task.task_id))
+async def _beating(task_id: int, stream):
+    """A spec mode's events; meanwhile the spec's heartbeat (executing, or awaiting review)
+    tells a live run from one whose process died (apps/specs/checkpoints.py)."""
+    beat = asyncio.create_task(_heartbeat(task_id))
     try:
-        async with aclosing(orchestrator.run(agent_task, cancel=token)) as events:
+        async with aclosing(stream) as events:
             async for event in events:
                 yield event
     finally:
@@ -279,11 +289,11 @@ async def _team_events(orchestrator: TeamOrchestrator, agent_task: AgentTask, to
 
 
 async def _heartbeat(task_id: int) -> None:
-    beat = sync_to_async(team_specs.spec_heartbeat, thread_sensitive=False)
+    beat = sync_to_async(spec_checkpoints.spec_heartbeat, thread_sensitive=False)
     while True:
         with contextlib.suppress(Exception):  # a missed beat only delays a resume
             await beat(task_id=task_id)
-        await asyncio.sleep(team_specs.HEARTBEAT_SECONDS)
+        await asyncio.sleep(spec_checkpoints.HEARTBEAT_SECONDS)
 
 
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
@@ -348,13 +358,18 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             )
         http = http_client_acquire(config)
         gateway = Gateway(config, http_client=http)
+        point = checkpoints = None
+        if task.mode == "plan_exec":  # an interrupted run's state, if any (resume.py)
+            point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
+            checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
         if task.mode == "team_collab":
-            stream = _team_events(build_team(task, config, gateway), agent_task, token)
+            stream = build_team(task, config, gateway).run(agent_task, cancel=token)
         else:
-            stream = build_engine(task, config, gateway).run(agent_task, cancel=token)
-        async with aclosing(stream) as events:
-            async for event in events:
-                await recorder.record(event.type, event.data, event.ts)
+            stream = build_engine(task, config, gateway, point).run(agent_task, cancel=token)
+        if task.mode in spec_checkpoints.RESUMABLE_MODES:
+            await record_missing_resolutions(recorder)  # reviews answered after a run died
+            stream = _beating(task.pk, stream)
+        await _record(recorder, stream, checkpoints)
     except RunAborted as aborted:
         await _abort(recorder, task, aborted.error_struct, started)
     except asyncio.CancelledError:
@@ -386,6 +401,16 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             await http_client_release(config, http)
     final = await sync_to_async(_load)(task_id)
     return final.status if final else "missing"
+
+
+async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
+    """Record the run's events (`task_finished` commits with the final status: event_writer.py).
+    plan_exec: each phase the run leaves is checkpointed (`phase_changed`)."""
+    async with aclosing(stream) as events:
+        async for event in events:
+            await recorder.record(event.type, event.data, event.ts)
+            if checkpoints is not None and event.type == "phase_changed":
+                await checkpoints.save(phase_checkpoint(event.data))
 
 
 async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import ROOT, agentkit_server, without_spec_review
+from tests.support import INTERRUPTED_PLAN_TASK, ROOT, agentkit_server, without_spec_review
 
 pytestmark = pytest.mark.e2e
 
@@ -104,3 +104,30 @@ def test_plan_that_never_passes_ends_gave_up_with_the_log_visible(
     expect(last.locator(".result")).to_contain_text("test_runs_of_separators_collapse")
     expect(last.locator(".result")).to_contain_text("hello-world!")
     page.screenshot(path=str(artifacts / "chat-plan-exec-gave-up.png"), full_page=True)
+
+
+def test_an_interrupted_plan_task_resumes_from_the_page_without_redoing_planning(
+    page: Page, demo_server
+):
+    made = demo_server.manage(
+        "shell", "-c", INTERRUPTED_PLAN_TASK.format(user=demo_server.username)
+    )
+    task_id = int(made.stdout.strip().splitlines()[-1])
+    log_in(page, demo_server)
+    page.goto(f"{demo_server.url}/#task-{task_id}")
+    task = page.locator(f"article.task[data-task-id='{task_id}']")
+    resume = task.locator("button[data-role=resume-task]")
+    expect(resume).to_be_visible(timeout=15_000)
+    resume.click()
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task).to_contain_text("Resumed after a restart in the building phase")
+    expect(task.locator("button[data-role=resume-task]")).to_have_count(0)
+    events = page.evaluate(f"fetch('/api/tasks/{task_id}/events').then(r => r.json())")["events"]
+    kinds = [e["type"] for e in events]
+    assert kinds.count("task_started") == 2 and kinds.count("task_resumed") == 1
+    reads = [e for e in events if e["type"] == "tool_call" and e["data"]["name"] == "read_file"]
+    assert len(reads) == 1  # the finished planning phase was not redone
+    changes = [
+        (e["data"]["previous"], e["data"]["phase"]) for e in events if e["type"] == "phase_changed"
+    ]
+    assert changes[:2] == [("planning", "building"), ("building", "verification")]

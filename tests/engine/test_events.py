@@ -19,6 +19,7 @@ SECTION_4_TYPES = [
     "budget_exhausted",
     "verification_result",
     "reflection",
+    "task_resumed",  # issue 15: a plan_exec run resumed after a process restart
     "spec_review_request",
     "spec_review_resolved",
     "phase_started",

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_review_events_are_known_types_with_stable_review_ids():
-    assert {"spec_review_request", "spec_review_resolved"} <= set(EVENT_TYPES)
+    assert {"spec_review_request", "spec_review_resolved", "task_resumed"} <= set(EVENT_TYPES)
     assert spec_review_id(42) == "42:spec_review" and parse_spec_review_id("42:spec_review") == 42
     assert parse_spec_review_id("42:review") is None
 

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from apps.specs.team import STALE_AFTER_SECONDS
+from apps.specs.checkpoints import STALE_AFTER_SECONDS
 from tests.fakes.llm_server import FakeLLMServer, Fault
 from tests.support import ROOT, manage, server_env
 

@@ -1,5 +1,6 @@
-"""`python manage.py resume_task ID [--force]`: run a team_collab task that a process restart
-interrupted, in this process, from its last checkpoints (finished phases are not run again)."""
+"""`python manage.py resume_task ID [--force]`: run a plan_exec or team_collab task that a process
+restart interrupted, in this process, from its last checkpoints (finished phases are not run
+again; plan_exec goes on with its confirmed spec, phase, budgets and conversation)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import asyncio
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.specs.team import task_resume
+from apps.specs.checkpoints import task_resume
 from apps.tasks.models import Task
 from apps.tasks.services import ApplicationError
 
 
 class Command(BaseCommand):
-    help = "Resume an interrupted team_collab task from its checkpoints, in this process."
+    help = "Resume an interrupted plan_exec or team_collab task from its checkpoints, here."
 
     def add_arguments(self, parser):
         parser.add_argument("task_id", type=int)

@@ -1,10 +1,14 @@
-"""team_collab's side of apps/specs: the CheckpointStore on the database, the spec a team run
-executes, its heartbeat, and whether a task was interrupted (its process died mid-run).
+"""Checkpoints and resume of the spec modes (plan_exec, team_collab): the CheckpointStore on the
+database, the spec a run executes (or resumes), its heartbeat, and whether a task was
+interrupted (its process died mid-run).
 
-A running team task touches its spec's `updated_at` every HEARTBEAT_SECONDS; a task still
-`running` whose executing spec has not been touched for STALE_AFTER_SECONDS has no process left
-running it, and may be resumed (`manage.py resume_task`, `POST /api/tasks/<id>/resume`, the
-chat page's Resume).
+A running spec task touches its newest spec's `updated_at` every HEARTBEAT_SECONDS while the spec
+is executing or awaiting review; a task still `running` (or `awaiting_review`) whose spec has not
+been touched for STALE_AFTER_SECONDS has no process left running it, and may be resumed
+(`manage.py resume_task`, `POST /api/tasks/<id>/resume`, the chat page's Resume). team_collab
+resumes from its phase checkpoints (finished spec phases are not run again); plan_exec from the
+confirmed spec and its stored events (apps/engine/resume.py: no replanning, the engine phase,
+budgets and conversation where they were).
 """
 
 from __future__ import annotations
@@ -23,20 +27,24 @@ from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 HEARTBEAT_SECONDS = 2.0
 STALE_AFTER_SECONDS = 6.0
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
+BEATING_SPEC_STATUSES = (SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW)
+RESUMABLE_MODES = ("plan_exec", "team_collab")
 
 
 @dataclass(frozen=True)
-class TeamSpec:
+class RunnableSpec:
     spec_id: int
     draft: SpecDraft
 
 
 class DatabaseCheckpoints:
-    """ports.CheckpointStore of one task: its newest spec revision (the one it executes); a
-    saved phase also updates its SpecPhase."""
+    """ports.CheckpointStore of one task: its newest spec revision (the one it executes). A
+    saved team phase also updates its SpecPhase; plan_exec's checkpoints name engine phases
+    (planning, building...), which are no spec phases (`spec_phases=False`)."""
 
-    def __init__(self, *, task_id: int):
+    def __init__(self, *, task_id: int, spec_phases: bool = True):
         self.task_id = task_id
+        self.spec_phases = spec_phases
 
     async def save(self, checkpoint: PhaseCheckpoint) -> None:
         await sync_to_async(self._save, thread_sensitive=False)(checkpoint)
@@ -50,6 +58,8 @@ class DatabaseCheckpoints:
 
     def _save(self, checkpoint: PhaseCheckpoint) -> None:
         spec_id = self._spec_id()
+        if spec_id is None:
+            return
         with transaction.atomic():
             Checkpoint.objects.create(
                 spec_id=spec_id,
@@ -59,9 +69,10 @@ class DatabaseCheckpoints:
                 counters=checkpoint.counters,
                 snapshot_ref=checkpoint.snapshot_ref,
             )
-            SpecPhase.objects.filter(spec_id=spec_id, phase_id=checkpoint.phase_id).update(
-                status=checkpoint.status
-            )
+            if self.spec_phases:
+                SpecPhase.objects.filter(spec_id=spec_id, phase_id=checkpoint.phase_id).update(
+                    status=checkpoint.status
+                )
 
     def _load(self) -> list[PhaseCheckpoint]:
         rows = Checkpoint.objects.filter(spec_id=self._spec_id(), task_id=self.task_id)
@@ -71,31 +82,38 @@ class DatabaseCheckpoints:
         ]
 
 
-def team_spec_for(task_id: int) -> TeamSpec | None:
-    """The task's newest spec revision when it is confirmed (or was executing): what a team run
+def runnable_spec(task_id: int) -> RunnableSpec | None:
+    """The task's newest spec revision when it is confirmed (or was executing): what a run
     executes — or resumes."""
     spec = Spec.objects.filter(task_id=task_id).order_by("-revision").first()
     if spec is None or spec.status not in RUNNABLE_SPEC_STATUSES:
         return None
-    return TeamSpec(spec.pk, SpecDraft.model_validate(spec.draft))
+    return RunnableSpec(spec.pk, SpecDraft.model_validate(spec.draft))
 
 
 def spec_heartbeat(*, task_id: int) -> None:
-    """The run of the task's executing spec is alive (see team_task_interrupted)."""
-    Spec.objects.filter(task_id=task_id, status=SpecStatus.EXECUTING).update(
+    """The run of the task's spec (executing, or waiting for its review) is alive (see
+    task_interrupted)."""
+    Spec.objects.filter(task_id=task_id, status__in=BEATING_SPEC_STATUSES).update(
         updated_at=timezone.now()
     )
 
 
-def team_task_interrupted(task) -> bool:
-    """A team task left `running` by a process that is gone: its executing spec's heartbeat
-    stopped more than STALE_AFTER_SECONDS ago."""
-    if task.mode != "team_collab" or task.status not in ("running", "queued"):
+def spec_stale(spec: Spec) -> bool:
+    """No run has beaten for the spec for more than STALE_AFTER_SECONDS."""
+    return spec.updated_at < timezone.now() - timedelta(seconds=STALE_AFTER_SECONDS)
+
+
+def task_interrupted(task) -> bool:
+    """A plan_exec or team_collab task left `running` by a process that is gone: its executing
+    spec's heartbeat stopped more than STALE_AFTER_SECONDS ago. (One that died waiting for a
+    review goes on when the review is answered: apps/specs/services.spec_review_reply.)"""
+    if task.mode not in RESUMABLE_MODES or task.status not in ("running", "queued"):
         return False
     spec = Spec.objects.filter(task_id=task.pk).order_by("-revision").first()
     if spec is None or spec.status != SpecStatus.EXECUTING:
         return False
-    return spec.updated_at < timezone.now() - timedelta(seconds=STALE_AFTER_SECONDS)
+    return spec_stale(spec)
 
 
 def task_resume(*, task, force: bool = False) -> None:
@@ -104,10 +122,10 @@ def task_resume(*, task, force: bool = False) -> None:
     from apps.tasks.models import FINAL_STATUSES, Task
     from apps.tasks.services import ApplicationError
 
-    if task.mode != "team_collab":
+    if task.mode not in RESUMABLE_MODES:
         raise ApplicationError(
-            f"task {task.pk} is a {task.mode} task; only team_collab tasks resume from "
-            "checkpoints — retry it instead",
+            f"task {task.pk} is a {task.mode} task; only plan_exec and team_collab tasks resume "
+            "from checkpoints — retry it instead",
             {"error_code": "not_resumable"},
         )
     if task.status in FINAL_STATUSES:
@@ -115,13 +133,13 @@ def task_resume(*, task, force: bool = False) -> None:
             f"task {task.pk} already ended ({task.status}); there is nothing to resume",
             {"error_code": "not_resumable"},
         )
-    spec = team_spec_for(task.pk)
+    spec = runnable_spec(task.pk)
     if spec is None:
         raise ApplicationError(
             f"task {task.pk} has no confirmed spec to resume from",
             {"error_code": "not_resumable"},
         )
-    if not force and not team_task_interrupted(task):
+    if not force and not task_interrupted(task):
         raise ApplicationError(
             f"task {task.pk} is still running (its heartbeat is less than "
             f"{STALE_AFTER_SECONDS:g}s old); wait, or if its process is gone, resume with --force",
@@ -130,3 +148,17 @@ def task_resume(*, task, force: bool = False) -> None:
     with transaction.atomic():
         Spec.objects.filter(pk=spec.spec_id).update(updated_at=timezone.now())  # claimed
         Task.objects.filter(pk=task.pk).update(cancel_requested_at=None)
+
+
+def resume_point_for(task_id: int):
+    """plan_exec: where the task's next run goes on from (apps/engine/resume.py), from its
+    stored events; None when no step of an earlier run finished."""
+    from apps.engine.resume import RESUME_EVENT_TYPES, resume_point
+    from apps.tasks.models import TaskEvent
+
+    rows = (
+        TaskEvent.objects.filter(task_id=task_id, type__in=RESUME_EVENT_TYPES)
+        .order_by("seq")
+        .values("type", "data")
+    )
+    return resume_point(rows.iterator())

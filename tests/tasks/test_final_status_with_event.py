@@ -1,0 +1,61 @@
+"""The end of a task commits with its `task_finished` row (apps/tasks/event_writer.py): a socket
+told of the end finds the task ended and a poller that sees it ended finds the event; the
+lifecycle hook (runner._finish) then adds the failure's salvage and own text over the same final
+status, and a task already ended otherwise (cancelled) keeps its status."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from apps.engine.task import TaskResult
+from apps.tasks.event_writer import write_events
+from apps.tasks.models import Task, TaskEvent
+from apps.tasks.runner import _finish
+from tests.tasks.factories import make_task, make_user, make_workspace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+USAGE = {"input_tokens": 10, "output_tokens": 2, "cache_read_tokens": 0, "cache_write_tokens": 0}
+
+
+def finished_event(task: Task, status: str, **data) -> TaskEvent:
+    data = {"status": status, "final": "the answer", "usage": {**USAGE, "llm_calls": 1}, **data}
+    return TaskEvent(
+        task=task, seq=1, type="task_finished", data={"cost": 0.5, **data}, ts=timezone.now()
+    )
+
+
+def new_task(tmp_path, status="running") -> Task:
+    user = make_user("ender")
+    task = make_task(user, make_workspace("ws", tmp_path, user), goal="g")
+    Task.objects.filter(pk=task.pk).update(status=status)
+    return Task.objects.get(pk=task.pk)
+
+
+async def test_the_final_status_answer_and_usage_commit_with_task_finished(tmp_path):
+    task = await sync_to_async(new_task)(tmp_path)
+    await write_events(task.pk, [finished_event(task, "completed")])
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert (row.status, row.result, row.cost, row.last_seq) == ("completed", "the answer", 0.5, 1)
+    assert row.usage["llm_calls"] == 1 and row.finished_at is not None
+
+
+async def test_the_hook_adds_the_failure_fields_over_the_same_final_status(tmp_path):
+    task = await sync_to_async(new_task)(tmp_path)
+    await write_events(task.pk, [finished_event(task, "failed")])
+    result = TaskResult(task_id=task.pk, status="failed", final="partial", salvage={"files": []})
+    await asyncio.to_thread(_finish, task.pk, result, {"salvage": {"files": ["a.py"]}})
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert (row.status, row.result, row.salvage) == ("failed", "partial", {"files": ["a.py"]})
+
+
+async def test_a_task_already_ended_otherwise_keeps_its_status(tmp_path):
+    task = await sync_to_async(new_task)(tmp_path, status="cancelled")
+    await write_events(task.pk, [finished_event(task, "completed")])
+    await asyncio.to_thread(_finish, task.pk, TaskResult(task_id=task.pk, status="completed"))
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert (row.status, row.result) == ("cancelled", "")
