@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from apps.engine.config import AgentkitConfig, CompressionConfig
 from apps.engine.events import Event
 from apps.engine.llm.cachesim import CHARS_PER_TOKEN
-from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, ToolSpec, Usage
+from apps.engine.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    TextBlock,
+    ToolSpec,
+    Usage,
+    sorted_arguments,
+)
 
 if TYPE_CHECKING:
     from apps.engine.run_state import RunState
@@ -85,13 +93,10 @@ class Compression:
         }
 
 
-_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
-
-
 def message_chars(message: Message) -> int:
     size = len(message.content) + len(message.role)
     for call in message.tool_calls:
-        size += len(call.name) + len(_sorted_json(call.arguments))
+        size += len(call.name) + len(sorted_arguments(call))
     return size
 
 
@@ -367,14 +372,20 @@ class Compressor:
         return deterministic_summary(middle, goal)
 
 
+def compression_due(compressor: Compressor | None, run: RunState) -> bool:
+    """Whether the run's prompt passed the threshold: checked before each model call on the
+    run's own context, without a coroutine; it only adds up what the run appended since."""
+    if compressor is None:
+        return False
+    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
+    return size > compressor.threshold_for(run.task.model)
+
+
 async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
-    """The engine's call site, before each model call on the run's own context: past the
+    """The engine's call site, before a model call on the run's own context: past the
     threshold, the middle of the conversation becomes a summary; returns its `compression`
     event. Below the threshold (every step but a few) it only adds up what the run appended."""
-    if compressor is None:
-        return None
-    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
-    if size <= compressor.threshold_for(run.task.model):
+    if compressor is None or not compression_due(compressor, run):
         return None
     done = await run.interrupter.guard(
         compressor.compress_if_needed(

@@ -36,7 +36,7 @@ from contextlib import aclosing
 
 from apps.engine import fallback, phases, recovery, reflexion, verification_gate
 from apps.engine.cancellation import CancellationToken, Interrupter
-from apps.engine.compressor import Compressor, compress_run
+from apps.engine.compressor import Compressor, compress_run, compression_due
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.flow import (
@@ -135,12 +135,8 @@ class ReActEngine:
                         self._arm(run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps
                         yield await recovery.start_attempt(run, self._ask, self.fallback, steps)
-                    while True:
-                        try:
-                            async for event in self._step(run):
-                                yield event
-                        except Redirect as redirect:
-                            run.messages.extend(redirect.messages)
+                    async for event in self._steps(run):
+                        yield event
                 except Finished as end:
                     run.outcome = end
                 except LLMError as exc:
@@ -170,29 +166,37 @@ class ReActEngine:
                 cleanup()
             await self._fire_hook(run.result())
 
-    # ── the step ───────────────────────────────────────────────────────────────────────────────
-    async def _step(self, run: RunState) -> AsyncIterator[Event]:
-        run.interrupter.check()  # cancelled, or out of wall time
-        if run.steps >= run.max_steps:
-            raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
-        if run.tracker is not None:
-            for kind, data in run.tracker.begin_step(run.steps + 1):
-                yield run.event(kind, **data)
-            if run.tracker.forced_gate:  # verify budget used up: the best answer so far
-                async for event in self._finish(run, run.best_answer or reflexion.NO_ANSWER):
+    # ── the steps ──────────────────────────────────────────────────────────────────────────────
+    async def _steps(self, run: RunState) -> AsyncIterator[Event]:
+        """The attempt's steps until one raises Finished. One generator for all of them: a step
+        is the hot path, and a generator per step (created, hooked, closed) is a cost of its own."""
+        while True:
+            try:
+                run.interrupter.check()  # cancelled, or out of wall time
+                if run.steps >= run.max_steps:
+                    raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
+                if run.tracker is not None:
+                    for kind, data in run.tracker.begin_step(run.steps + 1):
+                        yield run.event(kind, **data)
+                    if run.tracker.forced_gate:  # verify budget used up: the best answer so far
+                        async for event in self._finish(
+                            run, run.best_answer or reflexion.NO_ANSWER
+                        ):
+                            yield event
+                run.steps += 1
+                async for event in self._query(run):
                     yield event
-        run.steps += 1
-        async for event in self._query(run):
-            yield event
-        reply = run.reply
-        run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
-        run.best_answer = reply.content.strip() or run.best_answer
-        if reply.tool_calls and run.task.mode != "direct_chat":
-            async for event in self._act(run, reply.tool_calls):
-                yield event
-        else:
-            async for event in self._answer(run, reply):
-                yield event
+                reply = run.reply
+                run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
+                run.best_answer = reply.content.strip() or run.best_answer
+                if reply.tool_calls and run.task.mode != "direct_chat":
+                    async for event in self._act(run, reply.tool_calls):
+                        yield event
+                else:
+                    async for event in self._answer(run, reply):
+                        yield event
+            except Redirect as redirect:
+                run.messages.extend(redirect.messages)
 
     async def _query(
         self, run: RunState, request: ChatRequest | None = None, *, show: bool = True
@@ -200,16 +204,17 @@ class ReActEngine:
         """One streamed model call; its text goes out as batched token events (unless `show`
         is False: the reflect call's text is shown whole, in its own event)."""
         if request is None:  # the run's own context: compressed first when it grew too long
-            if (compressed := await compress_run(self.compressor, run)) is not None:
+            due = compression_due(self.compressor, run)
+            if due and (compressed := await compress_run(self.compressor, run)) is not None:
                 yield compressed
             request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
-        run.reply, shown = None, False
+        run.reply, shown, guard = None, False, run.interrupter.guard
         stream = self.model.stream(request, model=run.task.model)
         try:
             while run.reply is None:
                 try:
-                    delta = await run.interrupter.guard(anext(stream))
+                    delta = await guard(anext(stream))
                 except StopAsyncIteration:
                     raise RuntimeError("the model stream ended without a final response") from None
                 if delta.restart:  # the call is being retried: the text so far is void
@@ -237,12 +242,12 @@ class ReActEngine:
 
     async def _act(self, run: RunState, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
         """Run the tool calls in order; each result is the model's next observation."""
-        observations, any_error = [], False
+        observations, any_error, acted = [], False, False
         for index, call in enumerate(calls):
             data = tool_call_data(run.steps, call)
             if index == 0:  # the step's first call carries the run's usage so far (live header)
                 data.update(usage=run.usage_so_far(), cost=run.cost)
-            yield run.event("tool_call", **data)
+            yield run.event_of("tool_call", data)
             started, result = time.monotonic(), None
             if run.tracker is not None:
                 result, events = phases.gate_call(run.tracker, call, run.tools)
@@ -264,7 +269,7 @@ class ReActEngine:
             finally:
                 if token is not None:
                     phases.reset_command_filter(token)
-            yield run.event("tool_result", **tool_result_data(run.steps, call, result, started))
+            yield run.event_of("tool_result", tool_result_data(run.steps, call, result, started))
             if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
                 run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
             observation = result.for_model()
@@ -279,7 +284,7 @@ class ReActEngine:
             )
             observations.append(observation)
             any_error = any_error or not result.ok
-        acted = any(call.name not in self.non_action_tools for call in calls)
+            acted = acted or call.name not in self.non_action_tools
         action = describe_calls(calls) if acted else None
         if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
             async for event in self._on_loop(run, verdict):

@@ -58,6 +58,11 @@ class RunState:
         self.seq += 1  # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
         return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
+    def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
+        """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
+        self.seq += 1
+        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
         return {**self.usage.as_dict(), "llm_calls": self.llm_calls}

@@ -5,6 +5,7 @@ Plain dataclasses (not pydantic): they are built on every streamed chunk and eve
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -35,6 +36,22 @@ class ToolCall:
     # True when the model sent no id and agentkit made one up (`SYNTHETIC_ID_PREFIX` + random
     # hex + position); the made-up id is still sent back with the tool's result.
     synthetic_id: bool = False
+
+
+_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
+_last_sorted: tuple[object, str] = (None, "")
+
+
+def sorted_arguments(call: ToolCall) -> str:
+    """`json.dumps(call.arguments, sort_keys=True)`. The engine needs it twice a call, a step
+    apart (loop detection, then the prompt's size), so the text of the latest call is kept and
+    given again for the same call: a ToolCall and its arguments are not changed once made."""
+    global _last_sorted
+    last, text = _last_sorted
+    if last is not call:
+        text = _sorted_json(call.arguments)
+        _last_sorted = (call, text)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
