@@ -31,11 +31,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 
-from apps.engine import fallback, phases, recovery, reflexion, verification_gate
-from apps.engine.cancellation import CancellationToken, Interrupter
+from apps.engine import fallback, phases, recovery, reflexion, run_setup, verification_gate
+from apps.engine.cancellation import CancellationToken
 from apps.engine.compressor import Compressor, compress_run, compression_due
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.events import Event, tool_call_data, tool_result_data
@@ -46,14 +46,12 @@ from apps.engine.flow import (
     LoopStopped,
     OutOfSteps,
     Redirect,
-    TimedOut,
 )
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
-from apps.engine.loop_detection import LoopDetector, LoopVerdict, describe_calls
-from apps.engine.phases import PhasePolicy, PhaseTracker
+from apps.engine.loop_detection import LoopVerdict, describe_calls
+from apps.engine.phases import PhasePolicy
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
-from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.run_state import RunState
 from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult
@@ -117,7 +115,7 @@ class ReActEngine:
                 try:
                     if not started:
                         started = True
-                        self._prepare(run, cancel)
+                        run_setup.prepare(self, run, cancel)
                         yield run.event(
                             "task_started",
                             mode=task.mode,
@@ -130,9 +128,10 @@ class ReActEngine:
                         if self.prelude is not None:
                             async for event in self.prelude(run, cancel):
                                 yield event
-                            self._arm(run, cancel)  # the work's time budget starts now
+                            # the work's time budget starts now
+                            run_setup.arm(self.config, run, cancel)
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
-                        self._arm(run, cancel)
+                        run_setup.arm(self.config, run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps
                         yield await recovery.start_attempt(run, self._ask, self.fallback, steps)
                     async for event in self._steps(run):
@@ -168,8 +167,9 @@ class ReActEngine:
 
     # ── the steps ──────────────────────────────────────────────────────────────────────────────
     async def _steps(self, run: RunState) -> AsyncIterator[Event]:
-        """The attempt's steps until one raises Finished. One generator for all of them: a step
-        is the hot path, and a generator per step (created, hooked, closed) is a cost of its own."""
+        """The attempt's steps until one raises Finished. One generator for all of them, the tool
+        calls inline: a step is the hot path, and a generator per step or per batch of calls
+        (created, hooked, closed, each event passed up through it) is a cost of its own."""
         while True:
             try:
                 run.interrupter.check()  # cancelled, or out of wall time
@@ -179,9 +179,8 @@ class ReActEngine:
                     for kind, data in run.tracker.begin_step(run.steps + 1):
                         yield run.event(kind, **data)
                     if run.tracker.forced_gate:  # verify budget used up: the best answer so far
-                        async for event in self._finish(
-                            run, run.best_answer or reflexion.NO_ANSWER
-                        ):
+                        best = run.best_answer or reflexion.NO_ANSWER
+                        async for event in self._finish(run, best):
                             yield event
                 run.steps += 1
                 async for event in self._query(run):
@@ -189,11 +188,47 @@ class ReActEngine:
                 reply = run.reply
                 run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
                 run.best_answer = reply.content.strip() or run.best_answer
-                if reply.tool_calls and run.task.mode != "direct_chat":
-                    async for event in self._act(run, reply.tool_calls):
-                        yield event
-                else:
+                if not reply.tool_calls or run.task.mode == "direct_chat":
                     async for event in self._answer(run, reply):
+                        yield event
+                    continue
+                # The tool calls, in order; each result is the model's next observation.
+                observations, any_error, acted = [], False, False
+                for index, call in enumerate(reply.tool_calls):
+                    data = tool_call_data(run.steps, call)
+                    if index == 0:  # the step's first call carries the usage so far (live header)
+                        data.update(usage=run.usage_so_far(), cost=run.cost)
+                    yield run.event_of("tool_call", data)
+                    started, result = time.monotonic(), None
+                    if run.tracker is not None:
+                        result, events = phases.gate_call(run.tracker, call, run.tools)
+                        for kind, data in events:
+                            yield run.event(kind, **data)
+                    token = phases.bind_command_filter(run.tracker) if run.tracker else None
+                    try:
+                        result = result or await run.interrupter.guard(
+                            run.tools.safe_execute(
+                                call.name, call.arguments, arguments_error=call.arguments_error
+                            )
+                        )
+                    except Finished as stop:  # cancelled or out of time while the tool ran
+                        cut = ToolResult.failure("interrupted", f"interrupted: {stop}")
+                        yield run.event_of(
+                            "tool_result", tool_result_data(run.steps, call, cut, started)
+                        )
+                        raise
+                    finally:
+                        if token is not None:
+                            phases.reset_command_filter(token)
+                    yield run.event_of(
+                        "tool_result", tool_result_data(run.steps, call, result, started)
+                    )
+                    observations.append(_observe(run, call, result))
+                    any_error = any_error or not result.ok
+                    acted = acted or call.name not in self.non_action_tools
+                action = describe_calls(reply.tool_calls) if acted else None
+                if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
+                    async for event in self._on_loop(run, verdict):
                         yield event
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
@@ -240,56 +275,6 @@ class ReActEngine:
         run.cost += run.reply.cost
         run.llm_calls += 1
 
-    async def _act(self, run: RunState, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
-        """Run the tool calls in order; each result is the model's next observation."""
-        observations, any_error, acted = [], False, False
-        for index, call in enumerate(calls):
-            data = tool_call_data(run.steps, call)
-            if index == 0:  # the step's first call carries the run's usage so far (live header)
-                data.update(usage=run.usage_so_far(), cost=run.cost)
-            yield run.event_of("tool_call", data)
-            started, result = time.monotonic(), None
-            if run.tracker is not None:
-                result, events = phases.gate_call(run.tracker, call, run.tools)
-                for kind, data in events:
-                    yield run.event(kind, **data)
-            token = phases.bind_command_filter(run.tracker) if run.tracker else None
-            try:
-                result = result or await run.interrupter.guard(
-                    run.tools.safe_execute(
-                        call.name, call.arguments, arguments_error=call.arguments_error
-                    )
-                )
-            except Finished as stop:  # cancelled or out of time while the tool ran
-                interrupted = ToolResult.failure("interrupted", f"interrupted: {stop}")
-                yield run.event(
-                    "tool_result", **tool_result_data(run.steps, call, interrupted, started)
-                )
-                raise
-            finally:
-                if token is not None:
-                    phases.reset_command_filter(token)
-            yield run.event_of("tool_result", tool_result_data(run.steps, call, result, started))
-            if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
-                run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
-            observation = result.for_model()
-            run.messages.append(
-                Message(
-                    "tool",
-                    observation,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    is_error=not result.ok,
-                )
-            )
-            observations.append(observation)
-            any_error = any_error or not result.ok
-            acted = acted or call.name not in self.non_action_tools
-        action = describe_calls(calls) if acted else None
-        if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
-            async for event in self._on_loop(run, verdict):
-                yield event
-
     async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
         if run.task.mode != "direct_chat" and (problem := reflexion.not_an_answer(reply)):
@@ -331,65 +316,6 @@ class ReActEngine:
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
     # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
-    def _prepare(self, run: RunState, cancel: CancellationToken | None) -> None:
-        task, cfg = run.task, self.config
-        wanted = self.tools.names() if task.tools is None else task.tools
-        # advance_phase belongs to plan_exec, which answers it in the loop (phases.py).
-        wanted = [name for name in wanted if name != phases.ADVANCE_TOOL]
-        # A skill may name a tool this installation does not provide: run without it, visibly.
-        run.unavailable_tools = sorted(set(wanted) - set(self.tools.names()))
-        if run.unavailable_tools:
-            log.warning("task %s: tools not available: %s", task.task_id, run.unavailable_tools)
-        names = [name for name in wanted if name in self.tools]
-        run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
-        run.specs = run.tools.specs() if task.mode != "direct_chat" else ()
-        skill_prompt = task.system_prompt
-        if task.mode == "plan_exec":  # phases, advance_phase, the mode's instructions first
-            run.tracker = PhaseTracker.for_run(cfg.plan_exec, self.phase_policy)
-            run.specs = (*run.specs, phases.ADVANCE_SPEC)
-            skill_prompt = f"{phases.PLAN_EXEC_INSTRUCTIONS}\n\n{skill_prompt}".strip()
-        run.specs = canonical_tools(run.specs)  # sorted, canonical JSON: cache-stable bytes
-        run.system = build_system_prompt(  # stable block, breakpoint, volatile block (prompt.py)
-            mode="direct_chat" if task.mode == "direct_chat" else "react",
-            skill_prompt=skill_prompt,
-            tool_names=[spec.name for spec in run.specs],
-            pitfalls=task.pitfalls,
-            context=task.context,
-            notes=task.notes,
-            facts=task.facts,
-            repo_map=task.repo_map,
-            cache=cfg.prompt_cache.enabled,
-        )
-        run.messages = [*task.history, Message("user", task.goal)]
-        run.max_steps = 1 if task.mode == "direct_chat" else task.max_steps or cfg.react.max_steps
-        run.verify = (
-            self.verifier is not None
-            and task.mode != "direct_chat"
-            and cfg.verification_enabled(task.mode)
-        )
-        loop_config = cfg.react.loop_detection
-        if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
-            loop_config = phases.loop_config(loop_config)
-        run.detector = LoopDetector(loop_config)
-        self._arm(run, cancel)
-
-    def _arm(self, run: RunState, cancel: CancellationToken | None) -> None:
-        """A fresh interrupter with the wall-time limit and the cancel token, for an attempt."""
-        interrupter = run.interrupter = Interrupter()
-        wall = self.config.react.max_wall_seconds
-        timer = asyncio.get_running_loop().call_later(
-            wall, interrupter.interrupt, lambda: TimedOut(error=fallback.wall_time_exceeded(wall))
-        )
-        run.cleanups.append(timer.cancel)
-        if cancel is not None:
-            run.cleanups.append(
-                cancel.subscribe(
-                    lambda reason: interrupter.interrupt(
-                        lambda: Cancelled(error=fallback.cancelled(reason))
-                    )
-                )
-            )
-
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {
             "completed": self.hooks.on_task_complete,
@@ -403,3 +329,15 @@ class ReActEngine:
             await hook(result)
         except Exception:  # a hook cannot change the outcome of the run (seed 000 KTD-4)
             log.exception("%s raised for task %s", hook.__name__, result.task_id)
+
+
+def _observe(run: RunState, call: ToolCall, result: ToolResult) -> str:
+    """A tool's result into the run: its edit (if any), its tool message; returns the text."""
+    if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
+        run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
+    observation = result.for_model()
+    is_error = not result.ok
+    run.messages.append(
+        Message("tool", observation, tool_call_id=call.id, name=call.name, is_error=is_error)
+    )
+    return observation
