@@ -139,16 +139,18 @@ class PromptSize:
         of = self._fixed_of
         if of is None or of[0] is not system or of[1] is not tools:
             self._fixed_of, self._fixed = (system, tools), estimate_prompt_chars((), system, tools)
-        counted = self._counted
+        counted, length = self._counted, len(messages)
         if (
             messages is not self._messages
-            or len(messages) < counted
+            or length < counted
             or (counted and messages[counted - 1] is not self._last)
         ):
             self._messages, counted, self._chars = messages, 0, 0
-        if len(messages) > counted:
-            self._chars += sum(message_chars(m) for m in messages[counted:])
-            self._counted, self._last = len(messages), messages[-1]
+        if length > counted:
+            chars = self._chars
+            for index in range(counted, length):  # the messages appended since (a step: two)
+                chars += message_chars(messages[index])
+            self._chars, self._counted, self._last = chars, length, messages[-1]
         return (self._fixed + self._chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 

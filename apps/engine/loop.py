@@ -227,7 +227,8 @@ class ReActEngine:
                     any_error = any_error or not result.ok
                     acted = acted or call.name not in self.non_action_tools
                 action = describe_calls(reply.tool_calls) if acted else None
-                if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
+                seen = observations[0] if len(observations) == 1 else "\n".join(observations)
+                if verdict := run.detector.record(action, seen, error=any_error):
                     async for event in self._on_loop(run, verdict):
                         yield event
             except Redirect as redirect:

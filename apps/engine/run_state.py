@@ -65,7 +65,14 @@ class RunState:
 
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
-        return {**self.usage.as_dict(), "llm_calls": self.llm_calls}
+        usage = self.usage
+        return {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "llm_calls": self.llm_calls,
+        }
 
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=fallback.interrupted())
