@@ -16,6 +16,14 @@ cleared after each call (it would hold every prompt of the task: the collector's
 the model's, not the engine's). Figures: median and min of the round slopes, and the slopes
 fitted through the per-size minimums and medians; the load average beside them.
 
+Harness floor: a null run (null_task) makes the same model calls through the same TimedModel on
+the same clock, with requests built beforehand and nothing done between the calls but reading
+each stream to its response and closing it, as the engine does. Its slope, measured in the same
+rounds, is what the measurement itself charges to the engine side (the clock's system calls
+around each chunk, TimedModel's own generator, the stream's closing, the request log's
+clearing). The marginal figures are reported raw (the target's figures, unchanged) and, beside
+them, calibrated: less the null run's slope of the same round, and less its fit of minimums.
+
 Per step: engine overhead of a 50-step task divided by its 51 model calls (fixed costs included),
 on the thread's CPU time in process (the wall time per step beside it), on the wall clock over
 HTTP.
@@ -430,6 +438,15 @@ def main() -> dict:
             "marginal step, CPU (fit of medians / of minimums)",
             f"{cpu['fit_of_medians']['marginal_us']:.1f} / "
             f"{cpu['fit_of_minimums']['marginal_us']:.1f} µs",
+        ),
+        (
+            "harness floor, CPU (median of null-run slopes)",
+            f"{marginal['harness']['cpu']['round_slopes_us']['median']:.1f} µs",
+        ),
+        (
+            "marginal step less the floor, CPU (median of pairs / fits of min.)",
+            f"{cpu['calibrated']['round_slopes_us']['median']:.1f} / "
+            f"{cpu['calibrated']['fit_of_minimums_us']:.1f} µs (raw figures above)",
         ),
         ("load average (1 min) after those rounds", f"{marginal['load_average_1m']:.2f}"),
         (

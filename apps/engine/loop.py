@@ -13,15 +13,18 @@ send the best answer to the gate. A verification failure starts a new round of w
 reflection (reflexion.py) once re-injections are used up; none left → `gave_up_after_reflections`.
 
 Control flow inside a step uses a tiny exception family (flow.py): `Redirect(*messages)` appends
-messages for the model and takes another step; `Finished` (`Submitted`, `Failed`, `Cancelled`,
-`GaveUp`) ends the run.
+messages for the model and takes another step (caught in the step loop, `_steps`); `Finished`
+(`Submitted`, `Failed`, `Cancelled`, `GaveUp`) ends the attempt (caught in run()).
+The steps of an attempt run in one generator (`_steps`), tool calls inline: a step is the hot
+path (bench/engine_overhead.py), and each generator level costs per step and per event.
 A failing LLM call ends the run as failed. Any other exception is a bug of the engine or of a
 port: the run still ends with an `error` event, `task_finished` and its hook, then the exception
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
 consumer that stops reading included — can skip it.
 
 A `prelude` (plan_exec's spec stage, spec_stage.py: plan, review) runs after task_started.
-State: RunState (run_state.py); the engine keeps none. Helpers: streaming.py, loop_detection.py,
+State: RunState (run_state.py), set up by run_setup.py; the engine keeps none. Helpers:
+streaming.py, loop_detection.py,
 prompt.py, cancellation.py, compressor.py, verification_gate.py (verify, re-inject, reflect, give
 up), reflexion.py, phases.py, fallback.py (error structs, Emergency), recovery.py.
 """
