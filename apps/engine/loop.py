@@ -202,12 +202,12 @@ class ReActEngine:
                     if index == 0:  # the step's first call carries the usage so far (live header)
                         data.update(usage=run.usage_so_far(), cost=run.cost)
                     yield run.event_of("tool_call", data)
-                    started, result = time.monotonic(), None
-                    if run.tracker is not None:
+                    started, result, token = time.monotonic(), None, None
+                    if run.tracker is not None:  # the phase's whitelist, then its shell filter
                         result, events = phases.gate_call(run.tracker, call, run.tools)
                         for kind, data in events:
                             yield run.event(kind, **data)
-                    token = phases.bind_command_filter(run.tracker) if run.tracker else None
+                        token = phases.bind_command_filter(run.tracker)
                     try:
                         result = result or await run.interrupter.guard(
                             run.tools.safe_execute(

@@ -4,6 +4,9 @@ the window-scanning rules it replaced, over random step sequences)."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import json
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
@@ -12,7 +15,15 @@ from hypothesis import strategies as st
 from apps.engine.compressor import PromptSize, estimate_prompt_tokens
 from apps.engine.config import LoopDetectionConfig
 from apps.engine.events import Event
-from apps.engine.llm.types import Message, TextBlock, ToolCall, ToolSpec, Usage
+from apps.engine.llm.types import (
+    ChatRequest,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    sorted_arguments,
+)
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.run_state import RunState
 from apps.engine.task import AgentTask, UsageTotals
@@ -56,6 +67,38 @@ def test_a_trusted_event_is_the_validated_event():
     assert trusted.model_fields_set == validated.model_fields_set
     assert Event.model_validate_json(trusted.model_dump_json()) == validated
     assert trusted.model_copy(update={"seq": 4}).seq == 4 and trusted.seq == 3
+
+
+def test_sorted_arguments_are_the_sorted_json_of_each_call_asked_again_or_in_turn():
+    first = ToolCall("a", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})
+    twin = ToolCall("b", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})  # equal, not the same
+    other = ToolCall("c", "shell", {"command": "ls"})
+    for call in (first, first, twin, other, first, other, other):
+        assert sorted_arguments(call) == json.dumps(call.arguments, sort_keys=True)
+
+
+def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaults():
+    for cls in (Message, ChatRequest):
+        fields = dataclasses.fields(cls)
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [p.name for p in parameters] == [f.name for f in fields]
+        assert [p.default for p in parameters] == [
+            inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+            for f in fields
+        ]
+    call = ToolCall("c1", "shell", {})
+    message = Message("tool", "out", (call,), "c1", "shell", True)
+    assert [getattr(message, f.name) for f in dataclasses.fields(Message)] == [
+        "tool", "out", (call,), "c1", "shell", True
+    ]  # fmt: skip
+    request = ChatRequest((message,), SYSTEM, TOOLS, 100, 0.5)
+    assert [getattr(request, f.name) for f in dataclasses.fields(ChatRequest)] == [
+        (message,), SYSTEM, TOOLS, 100, 0.5
+    ]  # fmt: skip
+    assert dataclasses.replace(message, content="x") == Message(
+        "tool", "x", (call,), "c1", "shell", True
+    )
+    assert hash(Message("user", "hi")) == hash(Message("user", "hi"))
 
 
 def test_the_usage_so_far_is_the_usage_totals_dump():
