@@ -265,17 +265,17 @@ class ReActEngine:
                     run.reply = delta.response
                 elif (text := batcher.push(delta.text)) and show:
                     shown = True
-                    yield run.event("token", step=run.steps, text=text)
+                    yield run.event_of("token", {"step": run.steps, "text": text})
         except Exception:
             if (rest := batcher.flush()) and show:  # show what did arrive before the failure
-                yield run.event("token", step=run.steps, text=rest)
+                yield run.event_of("token", {"step": run.steps, "text": rest})
             raise
         finally:
             if hasattr(stream, "aclose"):
                 await stream.aclose()
         if (rest := batcher.flush()) and show:
-            yield run.event("token", step=run.steps, text=rest)
-        run.usage += run.reply.usage
+            yield run.event_of("token", {"step": run.steps, "text": rest})
+        run.usage.add(run.reply.usage)  # in place: the run's own Usage, shared with nothing
         run.cost += run.reply.cost
         run.llm_calls += 1
 

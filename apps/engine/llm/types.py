@@ -119,6 +119,13 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    def add(self, other: Usage) -> None:
+        """self += other, in place (`+=` makes a new Usage)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+
     def as_dict(self) -> dict[str, int]:
         return {
             "input_tokens": self.input_tokens,
