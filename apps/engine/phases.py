@@ -387,12 +387,13 @@ def gate_call(
             data["allowed_tools"]
         )
         return ToolResult.success(text, phase=data["phase"]), [change]
+    allowed = tracker.policy.is_tool_allowed(name, tracker.phase)
+    if allowed and name != "shell":  # the usual call: passes, known or not
+        return _PASS
     if name not in known:
         return _PASS
     refusal = None
-    if tracker.policy.is_tool_allowed(name, tracker.phase):
-        if name != "shell":
-            return _PASS
+    if allowed:
         command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
         if not isinstance(command, str):
             return _PASS
