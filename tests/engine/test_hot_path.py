@@ -25,6 +25,7 @@ from apps.engine.llm.types import (
     sorted_arguments,
 )
 from apps.engine.loop_detection import LoopDetector
+from apps.engine.prompt import canonical_tools
 from apps.engine.run_state import RunState
 from apps.engine.task import AgentTask, UsageTotals
 
@@ -99,6 +100,18 @@ def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaul
         "tool", "x", (call,), "c1", "shell", True
     )
     assert hash(Message("user", "hi")) == hash(Message("user", "hi"))
+
+
+def test_a_schema_gets_the_same_canonical_form_made_once_or_kept():
+    schema = {"type": "object", "properties": {"b": {"type": "string"}, "a": {"minimum": 1}}}
+    spec = ToolSpec("t", "T", schema)
+    first, again = canonical_tools([spec]), canonical_tools([spec])
+    assert first == again
+    assert json.dumps(first[0].input_schema) == json.dumps(schema, sort_keys=True)
+    other = ToolSpec("t", "T", {"type": "object", "properties": {"c": {}}})
+    assert json.dumps(canonical_tools([other])[0].input_schema) == json.dumps(
+        {"properties": {"c": {}}, "type": "object"}
+    )
 
 
 def test_the_usage_so_far_is_the_usage_totals_dump():
