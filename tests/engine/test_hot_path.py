@@ -9,6 +9,7 @@ import inspect
 import json
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ from apps.engine.llm.types import (
     ToolSpec,
     Usage,
     sorted_arguments,
+    sorted_json,
 )
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.prompt import canonical_tools
@@ -76,6 +78,28 @@ def test_sorted_arguments_are_the_sorted_json_of_each_call_asked_again_or_in_tur
     other = ToolCall("c", "shell", {"command": "ls"})
     for call in (first, first, twin, other, first, other, other):
         assert sorted_arguments(call) == json.dumps(call.arguments, sort_keys=True)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_sorted_json_is_json_dumps_with_sorted_keys(value):
+    assert sorted_json(value) == json.dumps(value, sort_keys=True)
+
+
+def test_sorted_json_fails_as_json_dumps_fails():
+    cycle: dict = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="Circular reference"):
+        sorted_json({"a": [cycle]})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        sorted_json({"a": object()})
 
 
 def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaults():

@@ -6,6 +6,7 @@ Plain dataclasses (not pydantic): they are built on every streamed chunk and eve
 from __future__ import annotations
 
 import json
+import json.encoder
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,7 +40,35 @@ class ToolCall:
 
 
 _sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
+# The C encoder json.dumps(..., sort_keys=True) makes on every call, made once (CPython): the
+# same text, without the Python layers around it. No circular-reference bookkeeping: anything
+# it cannot encode (a cycle included) goes to _sorted_json, which raises what json.dumps does.
+_c_encoder = (
+    json.encoder.c_make_encoder(
+        None,  # markers: no circular check
+        _sorted_json.__self__.default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ": ",
+        ", ",
+        True,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
 _last_sorted: tuple[object, str] = (None, "")
+
+
+def sorted_json(value: Any) -> str:
+    """json.dumps(value, sort_keys=True)."""
+    if _c_encoder is not None:
+        try:
+            return "".join(_c_encoder(value, 0))
+        except Exception:  # the plain path below raises json.dumps's own error
+            pass
+    return _sorted_json(value)
 
 
 def sorted_arguments(call: ToolCall) -> str:
@@ -49,7 +78,7 @@ def sorted_arguments(call: ToolCall) -> str:
     global _last_sorted
     last, text = _last_sorted
     if last is not call:
-        text = _sorted_json(call.arguments)
+        text = sorted_json(call.arguments)
         _last_sorted = (call, text)
     return text
 
