@@ -178,10 +178,11 @@ class ReActEngine:
                 run.interrupter.check()  # cancelled, or out of wall time
                 if run.steps >= run.max_steps:
                     raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
-                if run.tracker is not None:
-                    for kind, data in run.tracker.begin_step(run.steps + 1):
-                        yield run.event(kind, **data)
-                    if run.tracker.forced_gate:  # verify budget used up: the best answer so far
+                if (tracker := run.tracker) is not None:
+                    if events := tracker.begin_step(run.steps + 1):  # the usual step: none
+                        for kind, data in events:
+                            yield run.event(kind, **data)
+                    if tracker.forced_gate:  # verify budget used up: the best answer so far
                         best = run.best_answer or reflexion.NO_ANSWER
                         async for event in self._finish(run, best):
                             yield event
@@ -203,11 +204,12 @@ class ReActEngine:
                         data.update(usage=run.usage_so_far(), cost=run.cost)
                     yield run.event_of("tool_call", data)
                     started, result, token = time.monotonic(), None, None
-                    if run.tracker is not None:  # the phase's whitelist, then its shell filter
-                        result, events = phases.gate_call(run.tracker, call, run.tools)
-                        for kind, data in events:
+                    if tracker is not None:  # the phase's whitelist, then its shell filter
+                        result, events = phases.gate_call(tracker, call, run.tools)
+                        if result is None:  # it runs (no event then), under the phase's filter
+                            token = phases.set_command_filter(tracker.shell_refusal)
+                        for kind, data in events:  # answered here: advance_phase, a refusal
                             yield run.event(kind, **data)
-                        token = phases.bind_command_filter(run.tracker)
                     try:
                         result = result or await run.interrupter.guard(
                             run.tools.safe_execute(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from apps.engine import fallback, phases
 from apps.engine.cancellation import CancellationToken, Interrupter
-from apps.engine.config import AgentkitConfig
+from apps.engine.config import AgentkitConfig, LoopDetectionConfig
 from apps.engine.flow import Cancelled, TimedOut
 from apps.engine.llm.types import Message
 from apps.engine.loop_detection import LoopDetector
@@ -63,9 +63,23 @@ def prepare(engine: ReActEngine, run: RunState, cancel: CancellationToken | None
     )
     loop_config = cfg.react.loop_detection
     if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
-        loop_config = phases.loop_config(loop_config)
+        loop_config = _plan_exec_loop_config(loop_config)
     run.detector = LoopDetector(loop_config)
     arm(cfg, run, cancel)
+
+
+_loop_configs: list[tuple[LoopDetectionConfig, LoopDetectionConfig]] = []
+
+
+def _plan_exec_loop_config(config: LoopDetectionConfig) -> LoopDetectionConfig:
+    """phases.loop_config(config), made once per config object (a frozen model; the copy is
+    most of a plan_exec run's set-up cost), not at every run's start."""
+    for given, made in _loop_configs:
+        if given is config:
+            return made
+    made = phases.loop_config(config)
+    _loop_configs[:] = [(config, made), *_loop_configs[:3]]  # the last few configs
+    return made
 
 
 def arm(config: AgentkitConfig, run: RunState, cancel: CancellationToken | None) -> None:
