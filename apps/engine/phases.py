@@ -416,11 +416,9 @@ def gate_call(
             data["allowed_tools"]
         )
         return ToolResult.success(text, phase=data["phase"]), [change]
-    allowed = tracker.policy.is_tool_allowed(name, tracker.phase)
-    if allowed and name != "shell":  # the usual call: passes, known or not
-        return _PASS
     if name not in known:
         return _PASS
+    allowed = tracker.policy.is_tool_allowed(name, tracker.phase)
     refusal = None
     if allowed:
         command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
