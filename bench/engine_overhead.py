@@ -16,6 +16,14 @@ cleared after each call (it would hold every prompt of the task: the collector's
 the model's, not the engine's). Figures: median and min of the round slopes, and the slopes
 fitted through the per-size minimums and medians; the load average beside them.
 
+Harness floor: a null run (null_task) makes the same model calls through the same TimedModel on
+the same clock, with requests built beforehand and nothing done between the calls but reading
+each stream to its response and closing it, as the engine does. Its slope, measured in the same
+rounds, is what the measurement itself charges to the engine side (the clock's system calls
+around each chunk, TimedModel's own generator, the stream's closing, the request log's
+clearing). The marginal figures are reported raw (the target's figures, unchanged) and, beside
+them, calibrated: less the null run's slope of the same round, and less its fit of minimums.
+
 Per step: engine overhead of a 50-step task divided by its 51 model calls (fixed costs included),
 on the thread's CPU time in process (the wall time per step beside it), on the wall clock over
 HTTP.
@@ -42,6 +50,7 @@ from pathlib import Path
 
 from apps.engine.config import parse_config
 from apps.engine.llm.gateway import Gateway
+from apps.engine.llm.types import ChatRequest, Message, ToolCall
 from apps.engine.loop import ReActEngine
 from apps.engine.phases import PhasePolicy, PhaseState
 from apps.engine.task import AgentTask
@@ -163,6 +172,41 @@ async def run_task(
     return wall, model.waited, events
 
 
+def null_requests(steps: int) -> list[ChatRequest]:
+    """The model requests of a task of `steps` tool calls, as the engine sends them (the same
+    conversation each step, one call and its result longer), built before any clock runs."""
+    messages = [Message("user", "go")]
+    requests = [ChatRequest(tuple(messages))]
+    for step in range(1, steps + 1):
+        call = ToolCall(f"call_{step}", "noop", {})
+        messages += [
+            Message("assistant", "Next step.", (call,)),
+            Message("tool", f"step {step}", tool_call_id=call.id, name="noop"),
+        ]
+        requests.append(ChatRequest(tuple(messages)))
+    return requests
+
+
+async def null_task(
+    gateway, requests: list[ChatRequest], *, after_call=None, clock=time.perf_counter
+) -> tuple[float, float, int]:
+    """The harness alone, no engine: the same model calls through the same TimedModel, on the
+    same clock, and nothing done between them but reading each stream up to its response and
+    closing it, as the engine does. Its "overhead" (time of the run minus the time waiting on
+    the model) is what the measurement itself charges to the engine side: the clock calls
+    around each chunk (a system call each on the CPU clock), TimedModel's own generator, the
+    stream's closing after the response, the request log's clearing."""
+    model = TimedModel(gateway, after_call=after_call, clock=clock)
+    started = clock()
+    for request in requests:
+        stream = model.stream(request)
+        async for delta in stream:
+            if delta.response is not None:
+                break
+        await stream.aclose()
+    return clock() - started, model.waited, 0
+
+
 def config(models: dict | None = None, max_steps: int = 1000):
     return parse_config(
         {
@@ -247,8 +291,9 @@ async def marginal_step() -> dict:
     thread's CPU time and on the wall clock. react and plan_exec rounds alternate."""
     cfg = config()
     gateways = {steps: Gateway.for_script(script(steps), config=cfg) for steps in MARGINAL_STEPS}
+    requests = {steps: null_requests(steps) for steps in MARGINAL_STEPS}
     clocks = {"cpu": time.thread_time, "wall": time.perf_counter}
-    modes = ("react", "plan_exec")
+    modes = ("react", "plan_exec", "harness")  # harness: the null run, no engine (null_task)
     raw = {
         (mode, name): {steps: [] for steps in MARGINAL_STEPS} for mode in modes for name in clocks
     }
@@ -260,14 +305,22 @@ async def marginal_step() -> dict:
                 points = []
                 for steps in sizes:
                     provider = gateways[steps].provider(cfg.llm.main)
-                    elapsed, waited, _ = await run_task(
-                        gateways[steps],
-                        cfg,
-                        steps,
-                        mode=mode,
-                        clock=clock,
-                        after_call=provider.requests.clear,
-                    )
+                    if mode == "harness":
+                        elapsed, waited, _ = await null_task(
+                            gateways[steps],
+                            requests[steps],
+                            clock=clock,
+                            after_call=provider.requests.clear,
+                        )
+                    else:
+                        elapsed, waited, _ = await run_task(
+                            gateways[steps],
+                            cfg,
+                            steps,
+                            mode=mode,
+                            clock=clock,
+                            after_call=provider.requests.clear,
+                        )
                     provider.reset()
                     points.append((steps, (elapsed - waited) * 1e6))
                 if index < WARMUP_ROUNDS:  # imports, caches, the allocator's arenas
@@ -287,13 +340,28 @@ async def marginal_step() -> dict:
             "fit_of_minimums": fitted(samples, min),
             "fit_of_medians": fitted(samples, statistics.median),
         }
+    # Calibrated: the engine's figures less the harness's own, round by round (the null run
+    # of the same round, on the same clock) and between the fits of minimums.
+    for mode in ("react", "plan_exec"):
+        for name in clocks:
+            engine, null = figures[mode][name], figures["harness"][name]
+            paired = [
+                e - h for e, h in zip(slopes[mode, name], slopes["harness", name], strict=True)
+            ]
+            engine["calibrated"] = {
+                "round_slopes_us": summarize(paired),
+                "fit_of_minimums_us": round(
+                    engine["fit_of_minimums"]["marginal_us"]
+                    - null["fit_of_minimums"]["marginal_us"],
+                    2,
+                ),
+            }
     return figures
 
 
 def phase_checks_us(steps: int = 20_000) -> float:
     """What plan_exec adds to a step on its own, in a tight loop: the step's bookkeeping, the
     whitelist check of its tool call, the shell-filter binding around the call."""
-    from apps.engine.llm.types import ToolCall
     from apps.engine.phases import (
         Budgets,
         PhaseTracker,
@@ -370,6 +438,15 @@ def main() -> dict:
             "marginal step, CPU (fit of medians / of minimums)",
             f"{cpu['fit_of_medians']['marginal_us']:.1f} / "
             f"{cpu['fit_of_minimums']['marginal_us']:.1f} µs",
+        ),
+        (
+            "harness floor, CPU (median of null-run slopes)",
+            f"{marginal['harness']['cpu']['round_slopes_us']['median']:.1f} µs",
+        ),
+        (
+            "marginal step less the floor, CPU (median of pairs / fits of min.)",
+            f"{cpu['calibrated']['round_slopes_us']['median']:.1f} / "
+            f"{cpu['calibrated']['fit_of_minimums_us']:.1f} µs (raw figures above)",
         ),
         ("load average (1 min) after those rounds", f"{marginal['load_average_1m']:.2f}"),
         (

@@ -101,7 +101,7 @@ class Interrupter:
         if self._cause is not None:
             _discard(awaitable)
             raise self._cause()
-        task = current_task()
+        task = current_task(self._loop)  # the run's loop: no look-up of the running one
         self._waiting = task
         try:
             result = await awaitable

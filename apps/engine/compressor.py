@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 from apps.engine.config import AgentkitConfig, CompressionConfig
 from apps.engine.events import Event
 from apps.engine.llm.cachesim import CHARS_PER_TOKEN
-from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, ToolSpec, Usage
+from apps.engine.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    TextBlock,
+    ToolSpec,
+    Usage,
+    sorted_arguments,
+)
 
 if TYPE_CHECKING:
     from apps.engine.run_state import RunState
@@ -85,13 +93,10 @@ class Compression:
         }
 
 
-_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
-
-
 def message_chars(message: Message) -> int:
     size = len(message.content) + len(message.role)
     for call in message.tool_calls:
-        size += len(call.name) + len(_sorted_json(call.arguments))
+        size += len(call.name) + len(sorted_arguments(call))
     return size
 
 
@@ -134,16 +139,18 @@ class PromptSize:
         of = self._fixed_of
         if of is None or of[0] is not system or of[1] is not tools:
             self._fixed_of, self._fixed = (system, tools), estimate_prompt_chars((), system, tools)
-        counted = self._counted
+        counted, length = self._counted, len(messages)
         if (
             messages is not self._messages
-            or len(messages) < counted
+            or length < counted
             or (counted and messages[counted - 1] is not self._last)
         ):
             self._messages, counted, self._chars = messages, 0, 0
-        if len(messages) > counted:
-            self._chars += sum(message_chars(m) for m in messages[counted:])
-            self._counted, self._last = len(messages), messages[-1]
+        if length > counted:
+            chars = self._chars
+            for index in range(counted, length):  # the messages appended since (a step: two)
+                chars += message_chars(messages[index])
+            self._chars, self._counted, self._last = chars, length, messages[-1]
         return (self._fixed + self._chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
@@ -367,14 +374,20 @@ class Compressor:
         return deterministic_summary(middle, goal)
 
 
+def compression_due(compressor: Compressor | None, run: RunState) -> bool:
+    """Whether the run's prompt passed the threshold: checked before each model call on the
+    run's own context, without a coroutine; it only adds up what the run appended since."""
+    if compressor is None:
+        return False
+    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
+    return size > compressor.threshold_for(run.task.model)
+
+
 async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
-    """The engine's call site, before each model call on the run's own context: past the
+    """The engine's call site, before a model call on the run's own context: past the
     threshold, the middle of the conversation becomes a summary; returns its `compression`
     event. Below the threshold (every step but a few) it only adds up what the run appended."""
-    if compressor is None:
-        return None
-    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
-    if size <= compressor.threshold_for(run.task.model):
+    if compressor is None or not compression_due(compressor, run):
         return None
     done = await run.interrupter.guard(
         compressor.compress_if_needed(

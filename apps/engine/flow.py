@@ -1,4 +1,5 @@
-"""The loop's control-flow signals: raised inside a step, handled only in ReActEngine.run()."""
+"""The loop's control-flow signals: raised inside a step, handled only in ReActEngine's loop
+(Redirect in its step loop, `_steps`; Finished in run())."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from apps.engine.llm.types import Message
 
 
 class InterruptAgentFlow(Exception):
-    """Raised inside a step to change the course of the run; handled only in run()."""
+    """Raised inside a step to change the course of the run; handled only in the loop."""
 
 
 class Redirect(InterruptAgentFlow):

@@ -13,15 +13,18 @@ send the best answer to the gate. A verification failure starts a new round of w
 reflection (reflexion.py) once re-injections are used up; none left → `gave_up_after_reflections`.
 
 Control flow inside a step uses a tiny exception family (flow.py): `Redirect(*messages)` appends
-messages for the model and takes another step; `Finished` (`Submitted`, `Failed`, `Cancelled`,
-`GaveUp`) ends the run.
+messages for the model and takes another step (caught in the step loop, `_steps`); `Finished`
+(`Submitted`, `Failed`, `Cancelled`, `GaveUp`) ends the attempt (caught in run()).
+The steps of an attempt run in one generator (`_steps`), tool calls inline: a step is the hot
+path (bench/engine_overhead.py), and each generator level costs per step and per event.
 A failing LLM call ends the run as failed. Any other exception is a bug of the engine or of a
 port: the run still ends with an `error` event, `task_finished` and its hook, then the exception
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
 consumer that stops reading included — can skip it.
 
 A `prelude` (plan_exec's spec stage, spec_stage.py: plan, review) runs after task_started.
-State: RunState (run_state.py); the engine keeps none. Helpers: streaming.py, loop_detection.py,
+State: RunState (run_state.py), set up by run_setup.py; the engine keeps none. Helpers:
+streaming.py, loop_detection.py,
 prompt.py, cancellation.py, compressor.py, verification_gate.py (verify, re-inject, reflect, give
 up), reflexion.py, phases.py, fallback.py (error structs, Emergency), recovery.py.
 """
@@ -31,12 +34,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 
-from apps.engine import fallback, phases, recovery, reflexion, verification_gate
-from apps.engine.cancellation import CancellationToken, Interrupter
-from apps.engine.compressor import Compressor, compress_run
+from apps.engine import fallback, phases, recovery, reflexion, run_setup, verification_gate
+from apps.engine.cancellation import CancellationToken
+from apps.engine.compressor import Compressor, compress_run, compression_due
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.flow import (
@@ -46,14 +49,12 @@ from apps.engine.flow import (
     LoopStopped,
     OutOfSteps,
     Redirect,
-    TimedOut,
 )
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
-from apps.engine.loop_detection import LoopDetector, LoopVerdict, describe_calls
-from apps.engine.phases import PhasePolicy, PhaseTracker
+from apps.engine.loop_detection import LoopVerdict, describe_calls
+from apps.engine.phases import PhasePolicy
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
-from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.run_state import RunState
 from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult
@@ -117,7 +118,7 @@ class ReActEngine:
                 try:
                     if not started:
                         started = True
-                        self._prepare(run, cancel)
+                        run_setup.prepare(self, run, cancel)
                         yield run.event(
                             "task_started",
                             mode=task.mode,
@@ -130,17 +131,14 @@ class ReActEngine:
                         if self.prelude is not None:
                             async for event in self.prelude(run, cancel):
                                 yield event
-                            self._arm(run, cancel)  # the work's time budget starts now
+                            # the work's time budget starts now
+                            run_setup.arm(self.config, run, cancel)
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
-                        self._arm(run, cancel)
+                        run_setup.arm(self.config, run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps
                         yield await recovery.start_attempt(run, self._ask, self.fallback, steps)
-                    while True:
-                        try:
-                            async for event in self._step(run):
-                                yield event
-                        except Redirect as redirect:
-                            run.messages.extend(redirect.messages)
+                    async for event in self._steps(run):
+                        yield event
                 except Finished as end:
                     run.outcome = end
                 except LLMError as exc:
@@ -170,29 +168,76 @@ class ReActEngine:
                 cleanup()
             await self._fire_hook(run.result())
 
-    # ── the step ───────────────────────────────────────────────────────────────────────────────
-    async def _step(self, run: RunState) -> AsyncIterator[Event]:
-        run.interrupter.check()  # cancelled, or out of wall time
-        if run.steps >= run.max_steps:
-            raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
-        if run.tracker is not None:
-            for kind, data in run.tracker.begin_step(run.steps + 1):
-                yield run.event(kind, **data)
-            if run.tracker.forced_gate:  # verify budget used up: the best answer so far
-                async for event in self._finish(run, run.best_answer or reflexion.NO_ANSWER):
+    # ── the steps ──────────────────────────────────────────────────────────────────────────────
+    async def _steps(self, run: RunState) -> AsyncIterator[Event]:
+        """The attempt's steps until one raises Finished. One generator for all of them, the tool
+        calls inline: a step is the hot path, and a generator per step or per batch of calls
+        (created, hooked, closed, each event passed up through it) is a cost of its own."""
+        while True:
+            try:
+                run.interrupter.check()  # cancelled, or out of wall time
+                if run.steps >= run.max_steps:
+                    raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
+                if (tracker := run.tracker) is not None:
+                    if events := tracker.begin_step(run.steps + 1):  # the usual step: none
+                        for kind, data in events:
+                            yield run.event(kind, **data)
+                    if tracker.forced_gate:  # verify budget used up: the best answer so far
+                        best = run.best_answer or reflexion.NO_ANSWER
+                        async for event in self._finish(run, best):
+                            yield event
+                run.steps += 1
+                async for event in self._query(run):
                     yield event
-        run.steps += 1
-        async for event in self._query(run):
-            yield event
-        reply = run.reply
-        run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
-        run.best_answer = reply.content.strip() or run.best_answer
-        if reply.tool_calls and run.task.mode != "direct_chat":
-            async for event in self._act(run, reply.tool_calls):
-                yield event
-        else:
-            async for event in self._answer(run, reply):
-                yield event
+                reply = run.reply
+                run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
+                run.best_answer = reply.content.strip() or run.best_answer
+                if not reply.tool_calls or run.task.mode == "direct_chat":
+                    async for event in self._answer(run, reply):
+                        yield event
+                    continue
+                # The tool calls, in order; each result is the model's next observation.
+                observations, any_error, acted = [], False, False
+                for index, call in enumerate(reply.tool_calls):
+                    data = tool_call_data(run.steps, call)
+                    if index == 0:  # the step's first call carries the usage so far (live header)
+                        data.update(usage=run.usage_so_far(), cost=run.cost)
+                    yield run.event_of("tool_call", data)
+                    started, result, token = time.monotonic(), None, None
+                    if tracker is not None:  # the phase's whitelist, then its shell filter
+                        result, events = phases.gate_call(tracker, call, run.tools)
+                        if result is None:  # it runs (no event then), under the phase's filter
+                            token = phases.set_command_filter(tracker.shell_refusal)
+                        for kind, data in events:  # answered here: advance_phase, a refusal
+                            yield run.event(kind, **data)
+                    try:
+                        result = result or await run.interrupter.guard(
+                            run.tools.safe_execute(
+                                call.name, call.arguments, arguments_error=call.arguments_error
+                            )
+                        )
+                    except Finished as stop:  # cancelled or out of time while the tool ran
+                        cut = ToolResult.failure("interrupted", f"interrupted: {stop}")
+                        yield run.event_of(
+                            "tool_result", tool_result_data(run.steps, call, cut, started)
+                        )
+                        raise
+                    finally:
+                        if token is not None:
+                            phases.reset_command_filter(token)
+                    yield run.event_of(
+                        "tool_result", tool_result_data(run.steps, call, result, started)
+                    )
+                    observations.append(_observe(run, call, result))
+                    any_error = any_error or not result.ok
+                    acted = acted or call.name not in self.non_action_tools
+                action = describe_calls(reply.tool_calls) if acted else None
+                seen = observations[0] if len(observations) == 1 else "\n".join(observations)
+                if verdict := run.detector.record(action, seen, error=any_error):
+                    async for event in self._on_loop(run, verdict):
+                        yield event
+            except Redirect as redirect:
+                run.messages.extend(redirect.messages)
 
     async def _query(
         self, run: RunState, request: ChatRequest | None = None, *, show: bool = True
@@ -200,16 +245,17 @@ class ReActEngine:
         """One streamed model call; its text goes out as batched token events (unless `show`
         is False: the reflect call's text is shown whole, in its own event)."""
         if request is None:  # the run's own context: compressed first when it grew too long
-            if (compressed := await compress_run(self.compressor, run)) is not None:
+            due = compression_due(self.compressor, run)
+            if due and (compressed := await compress_run(self.compressor, run)) is not None:
                 yield compressed
             request = ChatRequest(tuple(run.messages), run.system, run.specs)
         batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
-        run.reply, shown = None, False
+        run.reply, shown, guard = None, False, run.interrupter.guard
         stream = self.model.stream(request, model=run.task.model)
         try:
             while run.reply is None:
                 try:
-                    delta = await run.interrupter.guard(anext(stream))
+                    delta = await guard(anext(stream))
                 except StopAsyncIteration:
                     raise RuntimeError("the model stream ended without a final response") from None
                 if delta.restart:  # the call is being retried: the text so far is void
@@ -221,69 +267,19 @@ class ReActEngine:
                     run.reply = delta.response
                 elif (text := batcher.push(delta.text)) and show:
                     shown = True
-                    yield run.event("token", step=run.steps, text=text)
+                    yield run.event_of("token", {"step": run.steps, "text": text})
         except Exception:
             if (rest := batcher.flush()) and show:  # show what did arrive before the failure
-                yield run.event("token", step=run.steps, text=rest)
+                yield run.event_of("token", {"step": run.steps, "text": rest})
             raise
         finally:
             if hasattr(stream, "aclose"):
                 await stream.aclose()
         if (rest := batcher.flush()) and show:
-            yield run.event("token", step=run.steps, text=rest)
-        run.usage += run.reply.usage
+            yield run.event_of("token", {"step": run.steps, "text": rest})
+        run.usage.add(run.reply.usage)  # in place: the run's own Usage, shared with nothing
         run.cost += run.reply.cost
         run.llm_calls += 1
-
-    async def _act(self, run: RunState, calls: Sequence[ToolCall]) -> AsyncIterator[Event]:
-        """Run the tool calls in order; each result is the model's next observation."""
-        observations, any_error = [], False
-        for index, call in enumerate(calls):
-            data = tool_call_data(run.steps, call)
-            if index == 0:  # the step's first call carries the run's usage so far (live header)
-                data.update(usage=run.usage_so_far(), cost=run.cost)
-            yield run.event("tool_call", **data)
-            started, result = time.monotonic(), None
-            if run.tracker is not None:
-                result, events = phases.gate_call(run.tracker, call, run.tools)
-                for kind, data in events:
-                    yield run.event(kind, **data)
-            token = phases.bind_command_filter(run.tracker) if run.tracker else None
-            try:
-                result = result or await run.interrupter.guard(
-                    run.tools.safe_execute(
-                        call.name, call.arguments, arguments_error=call.arguments_error
-                    )
-                )
-            except Finished as stop:  # cancelled or out of time while the tool ran
-                interrupted = ToolResult.failure("interrupted", f"interrupted: {stop}")
-                yield run.event(
-                    "tool_result", **tool_result_data(run.steps, call, interrupted, started)
-                )
-                raise
-            finally:
-                if token is not None:
-                    phases.reset_command_filter(token)
-            yield run.event("tool_result", **tool_result_data(run.steps, call, result, started))
-            if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
-                run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
-            observation = result.for_model()
-            run.messages.append(
-                Message(
-                    "tool",
-                    observation,
-                    tool_call_id=call.id,
-                    name=call.name,
-                    is_error=not result.ok,
-                )
-            )
-            observations.append(observation)
-            any_error = any_error or not result.ok
-        acted = any(call.name not in self.non_action_tools for call in calls)
-        action = describe_calls(calls) if acted else None
-        if verdict := run.detector.record(action, "\n".join(observations), error=any_error):
-            async for event in self._on_loop(run, verdict):
-                yield event
 
     async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
@@ -326,65 +322,6 @@ class ReActEngine:
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
     # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
-    def _prepare(self, run: RunState, cancel: CancellationToken | None) -> None:
-        task, cfg = run.task, self.config
-        wanted = self.tools.names() if task.tools is None else task.tools
-        # advance_phase belongs to plan_exec, which answers it in the loop (phases.py).
-        wanted = [name for name in wanted if name != phases.ADVANCE_TOOL]
-        # A skill may name a tool this installation does not provide: run without it, visibly.
-        run.unavailable_tools = sorted(set(wanted) - set(self.tools.names()))
-        if run.unavailable_tools:
-            log.warning("task %s: tools not available: %s", task.task_id, run.unavailable_tools)
-        names = [name for name in wanted if name in self.tools]
-        run.tools = self.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
-        run.specs = run.tools.specs() if task.mode != "direct_chat" else ()
-        skill_prompt = task.system_prompt
-        if task.mode == "plan_exec":  # phases, advance_phase, the mode's instructions first
-            run.tracker = PhaseTracker.for_run(cfg.plan_exec, self.phase_policy)
-            run.specs = (*run.specs, phases.ADVANCE_SPEC)
-            skill_prompt = f"{phases.PLAN_EXEC_INSTRUCTIONS}\n\n{skill_prompt}".strip()
-        run.specs = canonical_tools(run.specs)  # sorted, canonical JSON: cache-stable bytes
-        run.system = build_system_prompt(  # stable block, breakpoint, volatile block (prompt.py)
-            mode="direct_chat" if task.mode == "direct_chat" else "react",
-            skill_prompt=skill_prompt,
-            tool_names=[spec.name for spec in run.specs],
-            pitfalls=task.pitfalls,
-            context=task.context,
-            notes=task.notes,
-            facts=task.facts,
-            repo_map=task.repo_map,
-            cache=cfg.prompt_cache.enabled,
-        )
-        run.messages = [*task.history, Message("user", task.goal)]
-        run.max_steps = 1 if task.mode == "direct_chat" else task.max_steps or cfg.react.max_steps
-        run.verify = (
-            self.verifier is not None
-            and task.mode != "direct_chat"
-            and cfg.verification_enabled(task.mode)
-        )
-        loop_config = cfg.react.loop_detection
-        if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
-            loop_config = phases.loop_config(loop_config)
-        run.detector = LoopDetector(loop_config)
-        self._arm(run, cancel)
-
-    def _arm(self, run: RunState, cancel: CancellationToken | None) -> None:
-        """A fresh interrupter with the wall-time limit and the cancel token, for an attempt."""
-        interrupter = run.interrupter = Interrupter()
-        wall = self.config.react.max_wall_seconds
-        timer = asyncio.get_running_loop().call_later(
-            wall, interrupter.interrupt, lambda: TimedOut(error=fallback.wall_time_exceeded(wall))
-        )
-        run.cleanups.append(timer.cancel)
-        if cancel is not None:
-            run.cleanups.append(
-                cancel.subscribe(
-                    lambda reason: interrupter.interrupt(
-                        lambda: Cancelled(error=fallback.cancelled(reason))
-                    )
-                )
-            )
-
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {
             "completed": self.hooks.on_task_complete,
@@ -398,3 +335,15 @@ class ReActEngine:
             await hook(result)
         except Exception:  # a hook cannot change the outcome of the run (seed 000 KTD-4)
             log.exception("%s raised for task %s", hook.__name__, result.task_id)
+
+
+def _observe(run: RunState, call: ToolCall, result: ToolResult) -> str:
+    """A tool's result into the run: its edit (if any), its tool message; returns the text."""
+    if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
+        run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
+    observation = result.for_model()
+    is_error = not result.ok
+    run.messages.append(
+        Message("tool", observation, tool_call_id=call.id, name=call.name, is_error=is_error)
+    )
+    return observation

@@ -21,14 +21,13 @@ only walked when the entry two steps back has the newest one's outcome.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from apps.engine.config import LoopDetectionConfig
-from apps.engine.llm.types import ToolCall
+from apps.engine.llm.types import ToolCall, sorted_arguments
 
 Pattern = Literal["repeat", "error_repeat", "alternation", "monologue"]
 
@@ -40,7 +39,7 @@ class LoopVerdict:
     message: str  # tells the model what it is doing and what to do instead
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made every step, and nothing changes it
 class _Entry:
     action: str | None  # the action's canonical text; None: a reply without action
     outcome: tuple[str, str] | None  # (action, observation); None: a reply without action
@@ -84,7 +83,8 @@ class LoopDetector:
         self, action: str | None, observation: str = "", *, error: bool = False
     ) -> LoopVerdict | None:
         """Record one step; returns a verdict when the recent steps form a loop."""
-        if not self.config.enabled:
+        cfg = self.config
+        if not cfg.enabled:
             return None
         window = self._window
         previous = window[-1] if window else None
@@ -93,13 +93,23 @@ class LoopDetector:
             self._no_action += 1
             self._same_outcome = self._same_failure = 0
         else:
-            entry = _Entry(action, (action, observation), error)
+            outcome = (action, observation)
+            entry = _Entry(action, outcome, error)
             self._no_action = 0
-            alike = previous is not None and previous.outcome == entry.outcome
+            alike = previous is not None and previous.outcome == outcome
             self._same_outcome = self._same_outcome + 1 if alike else 1
             repeated = previous is not None and previous.error and previous.action == action
             self._same_failure = (self._same_failure + 1 if repeated else 1) if error else 0
         window.append(entry)
+        if (  # the usual step, ruled out at once: _find() would say the same
+            action is not None
+            and self._same_outcome < cfg.repeat_threshold
+            and self._same_failure < cfg.error_threshold
+            and cfg.alternation_window >= 3
+            and (len(window) < cfg.alternation_window or window[-3].outcome != outcome)
+        ):
+            self._warned = False
+            return None
         found = self._find()
         if found is None:
             self._warned = False
@@ -162,17 +172,13 @@ class LoopDetector:
         )
 
 
-_canonical = json.JSONEncoder(sort_keys=True).encode  # what json.dumps(..., sort_keys=True) does
-
-
 def describe_calls(calls: Sequence[ToolCall]) -> str:
     """Canonical text of a step's action (sorted keys), for loop detection."""
     if len(calls) == 1:  # the usual step: no generator, no join
         call = calls[0]
-        arguments = call.raw_arguments if call.arguments_error else _canonical(call.arguments)
+        arguments = call.raw_arguments if call.arguments_error else sorted_arguments(call)
         return f"{call.name} {arguments}"
     return "; ".join(
-        f"{call.name} "
-        + (call.raw_arguments if call.arguments_error else _canonical(call.arguments))
+        f"{call.name} " + (call.raw_arguments if call.arguments_error else sorted_arguments(call))
         for call in calls
     )

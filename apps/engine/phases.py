@@ -99,6 +99,11 @@ class PhasePolicy:
     command_filter: Mapping[PhaseState, re.Pattern[str] | None]
     auto_advance_after_steps: int | None = None
     start_phase: PhaseState = PhaseState.PLANNING
+    # Per phase, made once: the tools a call of which passes gate_call with no further check (the
+    # whitelist less shell and advance_phase); None where the phase allows every tool ("*").
+    passing: Mapping[PhaseState, frozenset[str] | None] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         for phase in ORDER:
@@ -107,6 +112,11 @@ class PhasePolicy:
         unknown = {str(p) for p in [*self.whitelist, *self.command_filter]} - set(PhaseState)
         if unknown:
             raise ValueError(f"unknown phase(s) {sorted(unknown)}; phases: {', '.join(ORDER)}")
+        passing = {
+            phase: None if "*" in tools else tools - {"shell", ADVANCE_TOOL}
+            for phase, tools in self.whitelist.items()
+        }
+        object.__setattr__(self, "passing", passing)
 
     def is_tool_allowed(self, tool: str, phase: PhaseState) -> bool:
         allowed = self.whitelist[phase]
@@ -239,12 +249,26 @@ class PhaseTracker:
         """Called before each model step: auto-advance, budgets, then count the step.
         `forced_gate` is set when the verify budget is used up (the best answer goes to the gate
         instead of another model step). Runs every step: the usual path allocates nothing."""
+        auto, budgets = self.policy.auto_advance_after_steps, self.budgets
+        if self.phase in THINK_PHASES:  # the usual step first: nothing to move or stop
+            if (auto is None or self.steps_in_phase < auto) and (
+                budgets is None or self.think_used < budgets.think
+            ):
+                self.step = step
+                self.steps_in_phase += 1
+                self.think_used += 1
+                return ()
+        elif (auto is None or self.steps_in_phase < auto or self.phase is LAST) and (
+            budgets is None or self.verify_used < budgets.verify
+        ):
+            self.step = step
+            self.steps_in_phase += 1
+            self.verify_used += 1
+            return ()
         self.step = step - 1
         events: Events = ()
-        auto = self.policy.auto_advance_after_steps
         if auto is not None and self.steps_in_phase >= auto and self.phase is not LAST:
             events = [self._move(self.phase.next, "auto")]
-        budgets = self.budgets
         thinking = self.phase in THINK_PHASES
         if budgets is not None:
             if thinking and self.think_used >= budgets.think:
@@ -353,8 +377,10 @@ def bind_command_filter(tracker: PhaseTracker | None):
     return _active_filter.set(tracker.shell_refusal if tracker is not None else None)
 
 
-def reset_command_filter(token) -> None:
-    _active_filter.reset(token)
+# The engine's hot path binds and resets with the ContextVar's own methods (no Python call):
+# set_command_filter(tracker.shell_refusal) is bind_command_filter(tracker).
+set_command_filter = _active_filter.set
+reset_command_filter = _active_filter.reset
 
 
 def loop_config(config: LoopDetectionConfig) -> LoopDetectionConfig:
@@ -375,6 +401,9 @@ def gate_call(
     tools): that is the ordinary unknown_tool error, not a phase matter. Runs every tool call:
     the usual path allocates nothing."""
     name = call.name
+    passing = tracker.policy.passing[tracker.phase]  # the usual call first: allowed, not shell
+    if name in passing if passing is not None else name != "shell" and name != ADVANCE_TOOL:
+        return _PASS
     if name == ADVANCE_TOOL:
         change = tracker.advance("tool")
         if change is None:
@@ -389,10 +418,9 @@ def gate_call(
         return ToolResult.success(text, phase=data["phase"]), [change]
     if name not in known:
         return _PASS
+    allowed = tracker.policy.is_tool_allowed(name, tracker.phase)
     refusal = None
-    if tracker.policy.is_tool_allowed(name, tracker.phase):
-        if name != "shell":
-            return _PASS
+    if allowed:
         command = call.arguments.get("command") if isinstance(call.arguments, dict) else None
         if not isinstance(command, str):
             return _PASS

@@ -156,9 +156,26 @@ def canonical_json(value: Any) -> Any:
 def canonical_tools(specs: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
     """Tool definitions sorted by name, schemas with sorted keys."""
     return tuple(
-        ToolSpec(spec.name, spec.description, canonical_json(spec.input_schema))
+        ToolSpec(spec.name, spec.description, _canonical_schema(spec.input_schema))
         for spec in sorted(specs, key=lambda spec: spec.name)
     )
+
+
+# A tool's input_schema is its class's own dict, checked once when the class is made and not
+# changed after (tools.py): its canonical form is made once, not at every run's start. Keyed by
+# identity (the schema is held, so its id is not reused), at most _SCHEMAS_KEPT of them.
+_canonical_schemas: dict[int, tuple[dict[str, Any], Any]] = {}
+_SCHEMAS_KEPT = 512
+
+
+def _canonical_schema(schema: dict[str, Any]) -> Any:
+    kept = _canonical_schemas.get(id(schema))
+    if kept is not None and kept[0] is schema:
+        return kept[1]
+    canonical = canonical_json(schema)
+    if len(_canonical_schemas) < _SCHEMAS_KEPT:
+        _canonical_schemas[id(schema)] = (schema, canonical)
+    return canonical
 
 
 def system_text(blocks: Iterable[TextBlock]) -> str:

@@ -20,6 +20,8 @@ from apps.engine.phases import PhaseTracker
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolSet
 
+_trusted = Event.trusted  # bound once: events are made several times a step
+
 
 @dataclass(eq=False, slots=True)
 class RunState:
@@ -56,11 +58,23 @@ class RunState:
 
     def event(self, type: EventType, **data: Any) -> Event:
         self.seq += 1  # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
-        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+        return _trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+
+    def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
+        """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
+        self.seq += 1
+        return _trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
-        return {**self.usage.as_dict(), "llm_calls": self.llm_calls}
+        usage = self.usage
+        return {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "llm_calls": self.llm_calls,
+        }
 
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=fallback.interrupted())

@@ -4,16 +4,30 @@ the window-scanning rules it replaced, over random step sequences)."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import json
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from apps.engine.compressor import PromptSize, estimate_prompt_tokens
 from apps.engine.config import LoopDetectionConfig
 from apps.engine.events import Event
-from apps.engine.llm.types import Message, TextBlock, ToolCall, ToolSpec, Usage
+from apps.engine.llm.types import (
+    ChatRequest,
+    Message,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    sorted_arguments,
+    sorted_json,
+)
 from apps.engine.loop_detection import LoopDetector
+from apps.engine.prompt import canonical_tools
 from apps.engine.run_state import RunState
 from apps.engine.task import AgentTask, UsageTotals
 
@@ -56,6 +70,72 @@ def test_a_trusted_event_is_the_validated_event():
     assert trusted.model_fields_set == validated.model_fields_set
     assert Event.model_validate_json(trusted.model_dump_json()) == validated
     assert trusted.model_copy(update={"seq": 4}).seq == 4 and trusted.seq == 3
+
+
+def test_sorted_arguments_are_the_sorted_json_of_each_call_asked_again_or_in_turn():
+    first = ToolCall("a", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})
+    twin = ToolCall("b", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})  # equal, not the same
+    other = ToolCall("c", "shell", {"command": "ls"})
+    for call in (first, first, twin, other, first, other, other):
+        assert sorted_arguments(call) == json.dumps(call.arguments, sort_keys=True)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_sorted_json_is_json_dumps_with_sorted_keys(value):
+    assert sorted_json(value) == json.dumps(value, sort_keys=True)
+
+
+def test_sorted_json_fails_as_json_dumps_fails():
+    cycle: dict = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="Circular reference"):
+        sorted_json({"a": [cycle]})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        sorted_json({"a": object()})
+
+
+def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaults():
+    for cls in (Message, ChatRequest):
+        fields = dataclasses.fields(cls)
+        parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert [p.name for p in parameters] == [f.name for f in fields]
+        assert [p.default for p in parameters] == [
+            inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+            for f in fields
+        ]
+    call = ToolCall("c1", "shell", {})
+    message = Message("tool", "out", (call,), "c1", "shell", True)
+    assert [getattr(message, f.name) for f in dataclasses.fields(Message)] == [
+        "tool", "out", (call,), "c1", "shell", True
+    ]  # fmt: skip
+    request = ChatRequest((message,), SYSTEM, TOOLS, 100, 0.5)
+    assert [getattr(request, f.name) for f in dataclasses.fields(ChatRequest)] == [
+        (message,), SYSTEM, TOOLS, 100, 0.5
+    ]  # fmt: skip
+    assert dataclasses.replace(message, content="x") == Message(
+        "tool", "x", (call,), "c1", "shell", True
+    )
+    assert hash(Message("user", "hi")) == hash(Message("user", "hi"))
+
+
+def test_a_schema_gets_the_same_canonical_form_made_once_or_kept():
+    schema = {"type": "object", "properties": {"b": {"type": "string"}, "a": {"minimum": 1}}}
+    spec = ToolSpec("t", "T", schema)
+    first, again = canonical_tools([spec]), canonical_tools([spec])
+    assert first == again
+    assert json.dumps(first[0].input_schema) == json.dumps(schema, sort_keys=True)
+    other = ToolSpec("t", "T", {"type": "object", "properties": {"c": {}}})
+    assert json.dumps(canonical_tools([other])[0].input_schema) == json.dumps(
+        {"properties": {"c": {}}, "type": "object"}
+    )
 
 
 def test_the_usage_so_far_is_the_usage_totals_dump():

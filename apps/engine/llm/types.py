@@ -5,6 +5,8 @@ Plain dataclasses (not pydantic): they are built on every streamed chunk and eve
 
 from __future__ import annotations
 
+import json
+import json.encoder
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,6 +39,50 @@ class ToolCall:
     synthetic_id: bool = False
 
 
+_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
+# The C encoder json.dumps(..., sort_keys=True) makes on every call, made once (CPython): the
+# same text, without the Python layers around it. No circular-reference bookkeeping: anything
+# it cannot encode (a cycle included) goes to _sorted_json, which raises what json.dumps does.
+_c_encoder = (
+    json.encoder.c_make_encoder(
+        None,  # markers: no circular check
+        _sorted_json.__self__.default,
+        json.encoder.encode_basestring_ascii,
+        None,  # indent
+        ": ",
+        ", ",
+        True,  # sort_keys
+        False,  # skipkeys
+        True,  # allow_nan
+    )
+    if json.encoder.c_make_encoder is not None
+    else None
+)
+_last_sorted: tuple[object, str] = (None, "")
+
+
+def sorted_json(value: Any) -> str:
+    """json.dumps(value, sort_keys=True)."""
+    if _c_encoder is not None:
+        try:
+            return "".join(_c_encoder(value, 0))
+        except Exception:  # the plain path below raises json.dumps's own error
+            pass
+    return _sorted_json(value)
+
+
+def sorted_arguments(call: ToolCall) -> str:
+    """`json.dumps(call.arguments, sort_keys=True)`. The engine needs it twice a call, a step
+    apart (loop detection, then the prompt's size), so the text of the latest call is kept and
+    given again for the same call: a ToolCall and its arguments are not changed once made."""
+    global _last_sorted
+    last, text = _last_sorted
+    if last is not call:
+        text = sorted_json(call.arguments)
+        _last_sorted = (call, text)
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """A block of a system prompt. `cache` marks a prompt-cache breakpoint after this block
@@ -56,6 +102,36 @@ class Message:
     name: str | None = None  # role == "tool": the tool's name
     is_error: bool = False  # role == "tool": the tool reported an error
 
+    # Written out (dataclass keeps an __init__ of the class body): the generated one of a frozen
+    # dataclass calls object.__setattr__ per field; setting the slots through their descriptors
+    # is about a third cheaper, and the engine makes messages every step. Same signature and
+    # defaults as the fields (tests/engine/test_hot_path.py checks).
+    def __init__(
+        self,
+        role: Role,
+        content: str = "",
+        tool_calls: tuple[ToolCall, ...] = (),
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        is_error: bool = False,
+    ) -> None:
+        _message_role(self, role)
+        _message_content(self, content)
+        _message_tool_calls(self, tool_calls)
+        _message_tool_call_id(self, tool_call_id)
+        _message_name(self, name)
+        _message_is_error(self, is_error)
+
+
+(
+    _message_role,
+    _message_content,
+    _message_tool_calls,
+    _message_tool_call_id,
+    _message_name,
+    _message_is_error,
+) = (Message.__dict__[name].__set__ for name in Message.__slots__)
+
 
 @dataclass(slots=True)
 class Usage:
@@ -71,6 +147,13 @@ class Usage:
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
         )
+
+    def add(self, other: Usage) -> None:
+        """self += other, in place (`+=` makes a new Usage)."""
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -88,6 +171,29 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+
+    def __init__(  # written out as Message's, for the same reason: one per model call
+        self,
+        messages: tuple[Message, ...],
+        system: tuple[TextBlock, ...] = (),
+        tools: tuple[ToolSpec, ...] = (),
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> None:
+        _request_messages(self, messages)
+        _request_system(self, system)
+        _request_tools(self, tools)
+        _request_max_tokens(self, max_tokens)
+        _request_temperature(self, temperature)
+
+
+(
+    _request_messages,
+    _request_system,
+    _request_tools,
+    _request_max_tokens,
+    _request_temperature,
+) = (ChatRequest.__dict__[name].__set__ for name in ChatRequest.__slots__)
 
 
 @dataclass(slots=True)
