@@ -19,6 +19,9 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
 - events that change the task's status or that a user must see at once (`IMMEDIATE`) are written,
   with everything queued before them, before `record()` returns, so status and events never
   disagree;
+- in a run that can resume after its process died (plan_exec, team_collab: RESUMABLE_MODES), a
+  `tool_result` is written before `record()` returns too: a resumed run rebuilds its conversation
+  from stored events, and must not take again a step whose tool already changed the workspace;
 - `aclose()` (the runner's `finally`) writes whatever is still queued: a crash or a cancel never
   loses an event the engine yielded.
 Flushes are serialized (one lock per recorder), so batches commit and are delivered in seq order.
@@ -36,6 +39,7 @@ from channels.layers import get_channel_layer
 from django.utils import timezone
 
 from apps.engine.config import AgentkitConfig, StreamingConfig
+from apps.specs.checkpoints import RESUMABLE_MODES
 from apps.tasks.consumers import deliver_local, task_group
 from apps.tasks.event_writer import write_events
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
@@ -57,6 +61,7 @@ IMMEDIATE = frozenset(
         "task_finished",
     }
 )
+DURABLE_STEPS = IMMEDIATE | {"tool_result"}  # the set of a resumable run (see above)
 MAX_QUEUED = 500  # back-pressure: past this many unwritten events, record() waits for a flush
 BROADCAST_MAX_EVENTS = 100  # events per channel-layer message
 
@@ -96,6 +101,7 @@ class EventRecorder:
             "conversation": task.conversation_id,
         }
         self.finished = False
+        self.immediate = DURABLE_STEPS if task.mode in RESUMABLE_MODES else IMMEDIATE
         self.layer = get_channel_layer()
         self.window = (
             flush_interval_ms / 1000
@@ -126,7 +132,7 @@ class EventRecorder:
         self._queued.append(event)
         if kind == "task_finished":
             self.finished = True
-        if kind in IMMEDIATE or len(self._queued) >= MAX_QUEUED:
+        if kind in self.immediate or len(self._queued) >= MAX_QUEUED:
             await self.flush()
         else:
             self._schedule()

@@ -19,11 +19,13 @@ from tests.tasks.factories import make_task, make_user, make_workspace
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _tasks(tmp_path, count: int = 1) -> list[Task]:
+def _tasks(tmp_path, count: int = 1, mode: str = "react") -> list[Task]:
     user = make_user("writer")
     workspace = make_workspace("ws", tmp_path, user)
     return [
-        Task.objects.select_related("workspace").get(pk=make_task(user, workspace, goal=f"g{i}").pk)
+        Task.objects.select_related("workspace").get(
+            pk=make_task(user, workspace, goal=f"g{i}", mode=mode).pk
+        )
         for i in range(count)
     ]
 
@@ -78,6 +80,33 @@ async def test_status_changing_events_are_stored_before_record_returns(tmp_path)
     assert recorder.finished
     assert await sync_to_async(_last_seq)(task.pk) == 5
     await recorder.aclose()
+
+
+@pytest.mark.parametrize("mode", ["plan_exec", "team_collab"])
+async def test_a_resumable_runs_tool_result_is_stored_before_the_run_goes_on(tmp_path, mode):
+    """A resumed run rebuilds its conversation from stored events: a tool that changed the
+    workspace must be on record before the next model call, or a kill there redoes the step."""
+    (task,) = await sync_to_async(_tasks)(tmp_path, mode=mode)
+    recorder = EventRecorder(task, flush_interval_ms=60_000)  # nothing would flush by time
+    await recorder.record("task_started", {"mode": mode})
+    await recorder.record("tool_call", {"step": 1, "name": "write_file"})
+    await recorder.record("tool_result", {"step": 1, "name": "write_file", "ok": True})
+    assert await sync_to_async(_stored)(task.pk) == [
+        (1, "task_started"),
+        (2, "tool_call"),
+        (3, "tool_result"),
+    ]
+    await recorder.aclose()
+
+
+async def test_a_react_runs_tool_result_waits_for_its_window(tmp_path):
+    (task,) = await sync_to_async(_tasks)(tmp_path)
+    recorder = EventRecorder(task, flush_interval_ms=60_000)
+    await recorder.record("task_started", {"mode": "react"})
+    await recorder.record("tool_result", {"step": 1, "name": "write_file", "ok": True})
+    assert await sync_to_async(_stored)(task.pk) == [(1, "task_started")]  # batched
+    await recorder.aclose()
+    assert await sync_to_async(_stored)(task.pk) == [(1, "task_started"), (2, "tool_result")]
 
 
 async def test_a_cancelled_run_loses_no_event_it_recorded(tmp_path):
