@@ -362,13 +362,8 @@ async def marginal_step() -> dict:
 def phase_checks_us(steps: int = 20_000) -> float:
     """What plan_exec adds to a step on its own, in a tight loop: the step's bookkeeping, the
     whitelist check of its tool call, the shell-filter binding around the call."""
-    from apps.engine.phases import (
-        Budgets,
-        PhaseTracker,
-        bind_command_filter,
-        gate_call,
-        reset_command_filter,
-    )
+    from apps.engine.phase_gate import bind_command_filter, gate_call, reset_command_filter
+    from apps.engine.phases import Budgets, PhaseTracker
 
     tracker = PhaseTracker.start(NOOP_POLICY, Budgets(10**9, 10**9, 1))
     call, known = ToolCall("c", "noop", {}), {"noop"}

@@ -7,7 +7,7 @@ it called no tool, takes the reply as the final answer: verified if a verifier i
 mode has verification on, then submitted. `direct_chat` is a single step without tools.
 
 `plan_exec` is the same loop with a PhaseTracker (phases.py): before a tool runs, the phase's
-whitelist and shell filter are checked (a refused call is a `phase_violation` observation and still
+whitelist and shell filter are checked (phase_gate.py) (a refused call is a `phase_violation` observation and still
 a step); `advance_phase` is answered here; step budgets may force the move to verification or
 send the best answer to the gate. A verification failure starts a new round of work, after a
 reflection (reflexion.py) once re-injections are used up; none left → `gave_up_after_reflections`.
@@ -26,7 +26,7 @@ A `prelude` (plan_exec's spec stage, spec_stage.py: plan, review) runs after tas
 State: RunState (run_state.py), set up by run_setup.py; the engine keeps none. Helpers:
 streaming.py, loop_detection.py,
 prompt.py, cancellation.py, compressor.py, verification_gate.py (verify, re-inject, reflect, give
-up), reflexion.py, phases.py, fallback.py (error structs, Emergency), recovery.py.
+up), reflexion.py, phases.py, phase_gate.py, fallback.py (error structs, Emergency), recovery.py.
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 
-from apps.engine import fallback, phases, recovery, reflexion, run_setup, verification_gate
+from apps.engine import (
+    fallback,
+    phase_gate,
+    recovery,
+    reflexion,
+    run_setup,
+    verification_gate,
+)
 from apps.engine.cancellation import CancellationToken
 from apps.engine.compressor import Compressor, compress_run, compression_due
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
@@ -205,9 +212,9 @@ class ReActEngine:
                     yield run.event_of("tool_call", data)
                     started, result, token = time.monotonic(), None, None
                     if tracker is not None:  # the phase's whitelist, then its shell filter
-                        result, events = phases.gate_call(tracker, call, run.tools)
+                        result, events = phase_gate.gate_call(tracker, call, run.tools)
                         if result is None:  # it runs (no event then), under the phase's filter
-                            token = phases.set_command_filter(tracker.shell_refusal)
+                            token = phase_gate.set_command_filter(tracker.shell_refusal)
                         for kind, data in events:  # answered here: advance_phase, a refusal
                             yield run.event(kind, **data)
                     try:
@@ -224,7 +231,7 @@ class ReActEngine:
                         raise
                     finally:
                         if token is not None:
-                            phases.reset_command_filter(token)
+                            phase_gate.reset_command_filter(token)
                     yield run.event_of(
                         "tool_result", tool_result_data(run.steps, call, result, started)
                     )

@@ -26,7 +26,7 @@ from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
 from apps.engine.orchestrator import TeamOrchestrator
-from apps.engine.phases import active_command_filter
+from apps.engine.phase_gate import active_command_filter
 from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
 from apps.engine.resume import ResumePoint, ResumingPrelude, phase_checkpoint

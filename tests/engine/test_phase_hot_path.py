@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from apps.engine import run_setup
 from apps.engine.config import LoopDetectionConfig
 from apps.engine.llm.types import ToolCall
+from apps.engine.phase_gate import gate_call
 from apps.engine.phases import (
     ADVANCE_TOOL,
     LAST,
@@ -22,7 +23,6 @@ from apps.engine.phases import (
     PhaseState,
     PhaseTracker,
     default_policy,
-    gate_call,
     loop_config,
 )
 

@@ -7,16 +7,8 @@ from __future__ import annotations
 import pytest
 
 from apps.engine.config import ConfigError, PlanExecConfig, parse_config
-from apps.engine.phases import (
-    PhasePolicy,
-    PhaseState,
-    PhaseTracker,
-    active_command_filter,
-    bind_command_filter,
-    default_policy,
-    reconstruct,
-    reset_command_filter,
-)
+from apps.engine.phase_gate import active_command_filter, bind_command_filter, reset_command_filter
+from apps.engine.phases import PhasePolicy, PhaseState, PhaseTracker, default_policy, reconstruct
 
 P, B, V, D = (
     PhaseState.PLANNING,

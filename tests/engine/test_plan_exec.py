@@ -50,7 +50,7 @@ def workspace(tmp_path):
 
 
 def tools_in(root):
-    from apps.engine.phases import active_command_filter
+    from apps.engine.phase_gate import active_command_filter
 
     ctx = ToolContext(root=root, command_filter=active_command_filter)
     return build_tools(ctx, available_tool_names())
@@ -184,12 +184,8 @@ async def test_shell_command_that_writes_is_refused_in_planning(workspace):
 
 async def test_the_shell_tool_itself_consults_the_phase_filter(workspace):
     """Defense in depth: the ToolContext hook refuses a write even past the engine's check."""
-    from apps.engine.phases import (
-        PhaseTracker,
-        bind_command_filter,
-        default_policy,
-        reset_command_filter,
-    )
+    from apps.engine.phase_gate import bind_command_filter, reset_command_filter
+    from apps.engine.phases import PhaseTracker, default_policy
 
     shell = next(t for t in tools_in(workspace) if t.name == "shell")
     token = bind_command_filter(PhaseTracker.start(default_policy()))
@@ -539,7 +535,8 @@ async def test_react_with_verification_on_fails_without_reflecting(workspace):
 
 
 def test_gate_call_lets_unknown_tools_through_to_the_ordinary_error():
-    from apps.engine.phases import PhaseTracker, default_policy, gate_call
+    from apps.engine.phase_gate import gate_call
+    from apps.engine.phases import PhaseTracker, default_policy
 
     tracker = PhaseTracker.start(default_policy())
     assert gate_call(tracker, ToolCall("c1", "nope", {}), known={"read_file"}) == (None, ())

@@ -14,7 +14,7 @@ from apps.engine.config import parse_config
 from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.providers.scripted import DEMO_SCRIPT, SCRIPTS_DIR
 from apps.engine.loop import ReActEngine
-from apps.engine.phases import active_command_filter
+from apps.engine.phase_gate import active_command_filter
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
