@@ -52,16 +52,7 @@ async def close_open_reviews(recorder) -> None:
         task_id=recorder.task_id
     )
     for review in closed:
-        await recorder.record(
-            "spec_review_resolved",
-            {
-                "spec_review_id": review.review_id,
-                "spec_id": review.spec_id,
-                "revision": review.spec.revision,
-                "decision": review.decision,
-                "feedback": "",
-            },
-        )
+        await _record_resolution(recorder, review, "")
 
 
 async def record_missing_resolutions(recorder) -> None:
@@ -71,13 +62,17 @@ async def record_missing_resolutions(recorder) -> None:
         task_id=recorder.task_id
     )
     for review in missing:
-        await recorder.record(
-            "spec_review_resolved",
-            {
-                "spec_review_id": review.review_id,
-                "spec_id": review.spec_id,
-                "revision": review.spec.revision,
-                "decision": review.decision,
-                "feedback": review.feedback,
-            },
-        )
+        await _record_resolution(recorder, review, review.feedback)
+
+
+async def _record_resolution(recorder, review, feedback: str) -> None:
+    await recorder.record(
+        "spec_review_resolved",
+        {
+            "spec_review_id": review.review_id,
+            "spec_id": review.spec_id,
+            "revision": review.spec.revision,
+            "decision": review.decision,
+            "feedback": feedback,
+        },
+    )

@@ -10,6 +10,7 @@ import time
 import pytest
 import yaml
 from asgiref.sync import sync_to_async
+from django.test import Client
 
 from apps.specs.models import Spec, SpecReview
 from apps.tasks.models import Task, TaskEvent
@@ -123,3 +124,9 @@ def task_row(task_id) -> Task:
 
 def specs_of(task_id) -> list[Spec]:
     return list(Spec.objects.filter(task_id=task_id).order_by("revision"))
+
+
+def client_of(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client

@@ -15,7 +15,6 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.utils import timezone
 
 from apps.engine.planner import parse_draft
@@ -27,6 +26,7 @@ from apps.tasks.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
     WORKER,
+    client_of,
     events,
     new_task,
     pending_review,
@@ -37,12 +37,6 @@ from tests.specs.conftest import (
 from tests.tasks.factories import add_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def client_of(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def task_with_spec(user, ws, *, spec_status: str, task_status: str, stale: bool) -> Task:

@@ -8,7 +8,6 @@ import asyncio
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.test import Client
 
 from apps.engine.planner import parse_draft
 from apps.specs.models import Spec, SpecReview
@@ -17,6 +16,7 @@ from apps.tasks.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
     WORKER,
+    client_of,
     kinds,
     new_task,
     pending_review,
@@ -28,12 +28,6 @@ from tests.tasks.factories import make_user
 from tests.tasks.test_consumer import open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def client_of(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def review_state(review_id):
