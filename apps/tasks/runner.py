@@ -211,7 +211,11 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
 
 
 def build_engine(
-    task: Task, config: AgentkitConfig, gateway: Gateway, point: ResumePoint | None = None
+    task: Task,
+    config: AgentkitConfig,
+    gateway: Gateway,
+    point: ResumePoint | None = None,
+    checkpoints: spec_checkpoints.DatabaseCheckpoints | None = None,
 ) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
     mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
@@ -228,7 +232,8 @@ def build_engine(
     hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
     stage = spec_stage_for(task, config, gateway, commands=spec_commands)
     if task.mode == "plan_exec":
-        checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
+        if checkpoints is None:
+            checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
         stage = ResumingPrelude(stage, point, checkpoints)
     return ReActEngine(
         gateway,
@@ -365,7 +370,8 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
         if task.mode == "team_collab":
             stream = build_team(task, config, gateway).run(agent_task, cancel=token)
         else:
-            stream = build_engine(task, config, gateway, point).run(agent_task, cancel=token)
+            engine = build_engine(task, config, gateway, point, checkpoints)
+            stream = engine.run(agent_task, cancel=token)
         if task.mode in spec_checkpoints.RESUMABLE_MODES:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
             stream = _beating(task.pk, stream)
