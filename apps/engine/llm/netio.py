@@ -39,6 +39,8 @@ class _Connection(asyncio.Protocol):
         self.reading_paused = False
         self._reader: asyncio.Future | None = None
         self._writable: asyncio.Future | None = None  # set while the transport asks to wait
+        self._deadline = 0.0  # the waiting read's timeout, on the loop's clock
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -58,6 +60,9 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: BaseException | None) -> None:
         self.eof = True
         self.error = exc
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._wake()
         writable, self._writable = self._writable, None
         if writable is not None and not writable.done():
@@ -78,16 +83,32 @@ class _Connection(asyncio.Protocol):
             reader.set_result(None)
 
     async def wait_readable(self, timeout: float | None) -> None:
+        """Until data, EOF or the read timeout. One timer per connection, re-armed only when it
+        fires early: a timer per read (created, then cancelled ~20 ms later) is what a model
+        stream would otherwise cost the loop's timer heap for every chunk."""
         loop = asyncio.get_running_loop()
         self._reader = waiter = loop.create_future()
-        timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
+        if timeout is not None:
+            self._deadline = loop.time() + timeout
+            if self._timer is None:
+                self._timer = loop.call_at(self._deadline, self._check_deadline)
         try:
             await waiter
         finally:
-            if timer is not None:
-                timer.cancel()
             if self._reader is waiter:
                 self._reader = None
+
+    def _check_deadline(self) -> None:
+        self._timer = None
+        reader = self._reader
+        if reader is None or reader.done():
+            return  # nobody waits: the next wait arms it again
+        loop = reader.get_loop()
+        if loop.time() >= self._deadline:
+            self._reader = None
+            reader.set_exception(httpcore.ReadTimeout("timed out reading from the server"))
+        else:  # the wait started after the timer was armed: its own deadline is later
+            self._timer = loop.call_at(self._deadline, self._check_deadline)
 
     async def wait_writable(self, timeout: float | None) -> None:
         writable = self._writable
@@ -98,11 +119,6 @@ class _Connection(asyncio.Protocol):
                 await asyncio.shield(writable)
         except TimeoutError:
             raise httpcore.WriteTimeout("timed out sending to the server") from None
-
-
-def _expire(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_exception(httpcore.ReadTimeout("timed out reading from the server"))
 
 
 class AsyncioStream(httpcore.AsyncNetworkStream):

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from apps.engine.llm import Gateway
-from apps.engine.llm.errors import LLMConnectionError
+from apps.engine.llm.errors import LLMConnectionError, LLMTimeoutError
 from apps.engine.llm.gateway import http_client
 from apps.engine.llm.netio import READ_BUFFER_HIGH, AsyncioBackend, use_asyncio_backend
 from tests.engine.llm.conftest import ask, config_for
@@ -158,3 +158,24 @@ async def test_an_idle_connection_the_server_closed_is_not_reused(llm_server):
         assert (await gateway.complete(ask())).content == "first"
         llm_server.close_connections()
         assert (await gateway.complete(ask())).content == "second"
+
+
+async def test_the_read_timeout_is_per_read_not_per_stream(llm_server):
+    """Chunks 0.1-0.2 s apart for over a second, read timeout 0.35 s: no timeout (the one
+    timer of a connection, armed at an earlier read, must not end a later one early)."""
+    words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    llm_server.set_script([" ".join(words)])
+    llm_server.tokens_per_second = 10
+    config = config_for(llm_server, {"main": "openai"}, attempts=1, read_timeout=0.35)
+    async with Gateway(config) as gateway:
+        texts, response = await _collect(gateway, ask())
+    assert response.content == " ".join(words) and len(texts) == len(words)
+
+
+async def test_a_stream_that_stalls_after_its_first_chunks_times_out(llm_server):
+    llm_server.set_script(["one two three four five six seven eight nine ten"])
+    llm_server.tokens_per_second = 2  # about a second between chunks
+    config = config_for(llm_server, {"main": "openai"}, attempts=1, read_timeout=0.3)
+    async with Gateway(config) as gateway:
+        with pytest.raises(LLMTimeoutError):
+            await _collect(gateway, ask())
