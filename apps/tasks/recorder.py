@@ -5,8 +5,10 @@ task) and queues it; a flush writes everything queued in ONE transaction (`bulk_
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
 process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
-`BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with `?frames=batch`
-gets a delivery as one frame, others one frame per event).
+`BROADCAST_MAX_EVENTS`, through the loop's coalescing publisher (group_publish.py: one Redis
+pipeline for what queued meanwhile; a group nobody listened to is skipped for a while, never
+for a batch holding an IMMEDIATE event). The consumer drops copies by seq; a socket opened with
+`?frames=batch` gets a delivery as one frame, others one frame per event.
 Rows are committed before they are delivered, so a socket that replays from the database and then
 listens never misses one.
 
@@ -131,6 +133,7 @@ class EventRecorder:
         event = TaskEvent(
             task_id=self.task_id, seq=self.seq, type=kind, data=data, ts=ts or timezone.now()
         )
+        event.message = message = event.as_message()  # made once: delivered as it is
         self._queued.append(event)
         if kind == "task_finished":
             self.finished = True
@@ -138,7 +141,7 @@ class EventRecorder:
             await self.flush()
         else:
             self._schedule()
-        return event.as_message()
+        return message
 
     async def flush(self) -> None:
         """Write and broadcast everything queued so far (waits for a write in flight)."""
@@ -211,7 +214,7 @@ class EventRecorder:
         # The process's writer thread commits it with the other tasks' waiting batches.
         await write_events(self.task_id, batch)
         self.flushes += 1
-        messages = [event.as_message() for event in batch]
+        messages = [event.message for event in batch]
         deliver_local(self.task_id, messages)  # this process's sockets: at once
         # The channel layer (other processes' sockets), in order, off the flush path: queued
         # with the other tasks' batches of this loop and sent in one round trip.
@@ -220,6 +223,7 @@ class EventRecorder:
         group = task_group(self.task_id)
         for start in range(0, len(messages), BROADCAST_MAX_EVENTS):
             chunk = messages[start : start + BROADCAST_MAX_EVENTS]
+            must = any(message["type"] in IMMEDIATE for message in chunk)
             self._published = self._publisher.publish(
-                group, {"type": "task.events", "events": chunk}
+                group, {"type": "task.events", "events": chunk}, must=must
             )
