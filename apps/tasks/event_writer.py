@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 
 MAX_EVENTS_PER_TRANSACTION = 2000
 
-_Item = tuple[int, list[TaskEvent], Future]
+_Item = tuple[int, list[TaskEvent], "Future | asyncio.Future"]
 
 
 class EventWriter:
@@ -39,6 +39,14 @@ class EventWriter:
 
     def submit(self, task_id: int, events: list[TaskEvent]) -> Future:
         future: Future = Future()
+        self._queue.put((task_id, events, future))
+        return future
+
+    def submit_on_loop(self, task_id: int, events: list[TaskEvent]) -> asyncio.Future:
+        """As `submit`, for a caller on an event loop: an asyncio future, resolved with the
+        other batches of its loop that the transaction committed by ONE thread-safe call (one
+        wake-up of the loop, not one per batch, nor a thread-safe future per batch)."""
+        future = asyncio.get_running_loop().create_future()
         self._queue.put((task_id, events, future))
         return future
 
@@ -73,13 +81,32 @@ class EventWriter:
 
     @staticmethod
     def _settle(items: list[_Item], exc: BaseException | None = None) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future]] = {}
         for _, _, future in items:
+            if isinstance(future, asyncio.Future):
+                by_loop.setdefault(future.get_loop(), []).append(future)
+                continue
             if not future.set_running_or_notify_cancel():
                 continue
             if exc is None:
                 future.set_result(None)
             else:
                 future.set_exception(exc)
+        for loop, futures in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, futures, exc)
+            except RuntimeError:  # the loop closed: nobody waits any more
+                log.debug("event loop closed before its %d batches were settled", len(futures))
+
+
+def _resolve(futures: list[asyncio.Future], exc: BaseException | None) -> None:
+    for future in futures:
+        if future.done():  # its waiter was cancelled; the rows are written all the same
+            continue
+        if exc is None:
+            future.set_result(None)
+        else:
+            future.set_exception(exc)
 
 
 def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:
@@ -195,4 +222,4 @@ def event_writer() -> EventWriter:
 async def write_events(task_id: int, events: list[TaskEvent]) -> None:
     """Commit one task's batch (with whatever other tasks submitted meanwhile) and return once
     it is committed; raises what the write raised."""
-    await asyncio.wrap_future(event_writer().submit(task_id, events))
+    await event_writer().submit_on_loop(task_id, events)
