@@ -2,7 +2,7 @@
 
 Every task's recorder submits a batch (its events of one flush window) and awaits the result. The
 writer takes every batch waiting at that moment, from all tasks, and commits them in ONE
-transaction (`bulk_create` + each task's `last_seq`), so 50 concurrent tasks make a few
+transaction (the rows + each task's `last_seq`), so 50 concurrent tasks make a few
 transactions a window instead of queueing 50 writers on the database lock (SQLite has one writer
 at a time anyway) or on the shared thread pool that also serves requests. A batch that cannot be
 written together with the others (a seq already taken, a broken row) is retried alone, so it

@@ -1,7 +1,7 @@
 """The runner's event write path: engine events → `TaskEvent` rows → channel-layer group.
 
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
-task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
+task) and queues it; a flush writes everything queued in ONE transaction (the rows plus the
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
 process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
