@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -160,7 +161,9 @@ def main() -> dict:
     wrong, per_chunk, per_frame, frames, event_lat = [], [], [], 0, []
     first_sent, last_frame = float("inf"), 0.0
     for stream in streams:
-        chunks = next((c for key, c in chunks_by_goal.items() if stream.goal in key), [])
+        # The goal as a whole: "stream test 1" must not take the chunks of "stream test 10".
+        goal = re.compile(rf"(?<!\w){re.escape(stream.goal)}(?!\w)")
+        chunks = next((c for key, c in chunks_by_goal.items() if goal.search(key)), [])
         label = f"socket {stream.index} (task {stream.task_id})"
         if stream.error or stream.status != "completed":
             wrong.append(f"{label}: {stream.error or stream.status}")

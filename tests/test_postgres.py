@@ -25,3 +25,40 @@ def test_migrate_and_bootstrap_on_postgres(postgres_url, tmp_path):
         "print(connection.vendor, Workspace.objects.get(name='demo').members.count())",
     )
     assert query.stdout.strip().splitlines()[-1].split() == ["postgresql", "1"], query.stderr
+
+
+WRITE_EVENTS = """
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from apps.tasks.event_writer import persist_batches
+from apps.tasks.models import Task, TaskEvent, Workspace
+user = get_user_model().objects.get(username="admin")
+task = Task.objects.create(user=user, workspace=Workspace.objects.get(name="demo"), goal="g")
+now = timezone.now()
+events = [
+    TaskEvent(task_id=task.pk, seq=1, type="task_started", data={"mode": "react"}, ts=now),
+    TaskEvent(task_id=task.pk, seq=2, type="token", data={"text": "é ok"}, ts=now),
+    TaskEvent(task_id=task.pk, seq=3, type="task_finished", ts=now, data={
+        "status": "completed", "final": "done", "usage": {"output_tokens": 3}, "cost": 0.5}),
+]
+with transaction.atomic():
+    persist_batches([(task.pk, events)])
+task.refresh_from_db()
+rows = list(TaskEvent.objects.filter(task=task).order_by("seq").values_list("seq", "type", "data"))
+print(task.status, task.last_seq, task.result, task.usage, task.cost, task.error,
+      task.started_at == now, task.finished_at == now, rows[1])
+"""
+
+
+def test_the_event_writer_stores_rows_and_status_on_postgres(postgres_url, tmp_path):
+    """event_writer.persist_batches builds its own statements (the fields prepare the values):
+    JSON, timestamps and the final status must come back as the ORM wrote them."""
+    env = server_env(tmp_path, DATABASE_URL=postgres_url)
+    assert manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
+    assert manage(env, "bootstrap").returncode == 0
+    result = manage(env, "shell", "-c", WRITE_EVENTS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == (
+        "completed 3 done {'output_tokens': 3} 0.5 None True True (2, 'token', {'text': 'é ok'})"
+    )

@@ -116,11 +116,19 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         full). The database is the source of truth: every few seconds, replay what a followed,
         unfinished task had already stored at the previous look and this socket still was not
         sent — events stored since are normally on their way through the channel layer, and
-        replaying them too would only read the database for frames dropped as duplicates."""
+        replaying them too would only read the database for frames dropped as duplicates.
+        Tasks running on this socket's own loop are left out: `deliver_local` drops nothing."""
         seen: dict[int, int] = {}  # task -> its stored last_seq at the previous look
         while True:
             await asyncio.sleep(CATCH_UP_SECONDS)
-            pending = [t for t in self.sent_seq if t not in self.finished]
+            # A run on this loop hands this socket every batch itself (deliver_local): nothing
+            # of it can be dropped, and 50 sockets asking the database at once every few
+            # seconds cost the streams a latency spike.
+            pending = [
+                t
+                for t in self.sent_seq
+                if t not in self.finished and _local_runs.get(t) is not self.loop
+            ]
             if not pending:
                 seen.clear()
                 continue

@@ -1,12 +1,14 @@
 """The runner's event write path: engine events → `TaskEvent` rows → channel-layer group.
 
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
-task) and queues it; a flush writes everything queued in ONE transaction (`bulk_create` plus the
+task) and queues it; a flush writes everything queued in ONE transaction (the rows plus the
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
 process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
-`BROADCAST_MAX_EVENTS` (the consumer drops copies by seq; a socket opened with `?frames=batch`
-gets a delivery as one frame, others one frame per event).
+`BROADCAST_MAX_EVENTS`, through the loop's coalescing publisher (group_publish.py: one Redis
+pipeline for what queued meanwhile; a group nobody listened to is skipped for a while, never
+for a batch holding an IMMEDIATE event). The consumer drops copies by seq; a socket opened with
+`?frames=batch` gets a delivery as one frame, others one frame per event.
 Rows are committed before they are delivered, so a socket that replays from the database and then
 listens never misses one.
 
@@ -43,6 +45,7 @@ from apps.specs.checkpoints import RESUMABLE_MODES
 from apps.tasks.consumers import deliver_local, task_group
 from apps.tasks.event_writer import write_events
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
+from apps.tasks.group_publish import group_publisher
 from apps.tasks.models import Task, TaskEvent
 
 log = logging.getLogger(__name__)
@@ -115,7 +118,8 @@ class EventRecorder:
         self._scheduled: asyncio.Task | None = None
         self._failure: BaseException | None = None
         self._inflight: tuple[asyncio.Future, list[TaskEvent]] | None = None
-        self._published: asyncio.Future | None = None  # the last batch's channel-layer send
+        self._publisher = None  # this loop's GroupPublisher (group_publish.py), on first use
+        self._published = 0  # the last batch's ticket there
 
     async def record(self, kind: str, data: dict[str, Any], ts: datetime | None = None) -> dict:
         """Queue one event (written now when it is in IMMEDIATE); returns its message."""
@@ -129,6 +133,7 @@ class EventRecorder:
         event = TaskEvent(
             task_id=self.task_id, seq=self.seq, type=kind, data=data, ts=ts or timezone.now()
         )
+        event.message = message = event.as_message()  # made once: delivered as it is
         self._queued.append(event)
         if kind == "task_finished":
             self.finished = True
@@ -136,7 +141,7 @@ class EventRecorder:
             await self.flush()
         else:
             self._schedule()
-        return event.as_message()
+        return message
 
     async def flush(self) -> None:
         """Write and broadcast everything queued so far (waits for a write in flight)."""
@@ -148,8 +153,8 @@ class EventRecorder:
         second cancellation does not interrupt the write."""
         if self._queued or self._inflight is not None:
             await asyncio.shield(self.flush())
-        if self._published is not None:  # the last batches reach the channel layer too
-            await asyncio.shield(self._published)
+        if self._published:  # the last batches reach the channel layer too
+            await asyncio.shield(self._publisher.wait_sent(self._published))
         scheduled, self._scheduled = self._scheduled, None
         if scheduled is not None and not scheduled.done():
             scheduled.cancel()  # nothing is queued: it was only waiting
@@ -209,24 +214,16 @@ class EventRecorder:
         # The process's writer thread commits it with the other tasks' waiting batches.
         await write_events(self.task_id, batch)
         self.flushes += 1
-        messages = [event.as_message() for event in batch]
+        messages = [event.message for event in batch]
         deliver_local(self.task_id, messages)  # this process's sockets: at once
-        # The channel layer in order, off the flush path: the next flush need not wait for it.
-        self._published = asyncio.ensure_future(self._broadcast(self._published, messages))
-
-    async def _broadcast(self, previous: asyncio.Future | None, messages: list[dict]) -> None:
-        if previous is not None:
-            await asyncio.wait([previous])  # batches reach the layer in seq order
+        # The channel layer (other processes' sockets), in order, off the flush path: queued
+        # with the other tasks' batches of this loop and sent in one round trip.
+        if self._publisher is None:
+            self._publisher = group_publisher(self.layer)
         group = task_group(self.task_id)
         for start in range(0, len(messages), BROADCAST_MAX_EVENTS):
             chunk = messages[start : start + BROADCAST_MAX_EVENTS]
-            try:
-                await self.layer.group_send(group, {"type": "task.events", "events": chunk})
-            except Exception:  # the rows are stored: sockets catch up by replay
-                log.warning(
-                    "broadcast of task %s seq %s-%s failed",
-                    self.task_id,
-                    chunk[0]["seq"],
-                    chunk[-1]["seq"],
-                    exc_info=True,
-                )
+            must = any(message["type"] in IMMEDIATE for message in chunk)
+            self._published = self._publisher.publish(
+                group, {"type": "task.events", "events": chunk}, must=must
+            )

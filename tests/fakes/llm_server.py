@@ -50,6 +50,7 @@ import itertools
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import threading
@@ -209,8 +210,11 @@ class FakeLLMServer:
         host: str = "127.0.0.1",
         port: int = 0,
         record_chunks: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
     ):
+        """`ssl_context` (a server-side context): serve HTTPS instead of HTTP."""
         self.record_chunks = record_chunks
+        self.ssl_context = ssl_context
         self._chunks: list[tuple[str, float, str]] = []
         self.ttft = ttft
         self.tokens_per_second = tokens_per_second
@@ -241,7 +245,8 @@ class FakeLLMServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -296,7 +301,9 @@ class FakeLLMServer:
             asyncio.set_event_loop(loop)
             try:
                 self._server = loop.run_until_complete(
-                    asyncio.start_server(self._serve_connection, self.host, self._port)
+                    asyncio.start_server(
+                        self._serve_connection, self.host, self._port, ssl=self.ssl_context
+                    )
                 )
             except BaseException as exc:  # surfaced to the caller of start()
                 failure.append(exc)
@@ -315,6 +322,22 @@ class FakeLLMServer:
         if failure:
             raise failure[0]
         return self
+
+    def close_connections(self, timeout: float = 5.0) -> None:
+        """Close every client connection now (as a server whose keep-alive ran out does)."""
+        if self._loop is None:
+            return
+        done = threading.Event()
+
+        async def close_all() -> None:
+            tasks = list(self._connections)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            done.set()
+
+        asyncio.run_coroutine_threadsafe(close_all(), self._loop)
+        done.wait(timeout)
 
     def stop(self) -> None:
         if self._loop is not None and self._thread is not None:

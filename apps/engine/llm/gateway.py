@@ -47,6 +47,7 @@ from apps.engine.llm.errors import (
     LLMConnectionError,
     LLMError,
 )
+from apps.engine.llm.netio import use_asyncio_backend
 from apps.engine.llm.providers.anthropic import AnthropicProvider
 from apps.engine.llm.providers.base import Provider
 from apps.engine.llm.providers.openai import OpenAIProvider
@@ -85,13 +86,15 @@ def http_client(
     config: AgentkitConfig, *, max_connections: int | None = 64, keepalive: int = 16
 ) -> httpx.AsyncClient:
     """An HTTP client for the model providers: the configured timeouts, the process's TLS
-    context. A gateway opens one of its own unless it is given one to share."""
+    context, asyncio's sockets (netio.py: no selector re-registration per read). A gateway
+    opens one of its own unless it is given one to share."""
     timeout = config.llm.timeout
-    return httpx.AsyncClient(
+    client = httpx.AsyncClient(
         timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
         limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=keepalive),
         verify=tls_context(),
     )
+    return use_asyncio_backend(client)
 
 
 class Gateway:

@@ -1,0 +1,112 @@
+"""The recorders' coalesced channel-layer sends (apps/tasks/group_publish.py) through a real
+Redis Pub/Sub layer: every message arrives once, each group's in order, more than one
+pipeline's worth included; a group nobody listens to is skipped for a while (never a message
+that must go); any other layer gets the same order; an unreachable Redis neither raises nor
+leaves `wait_sent` hanging."""
+
+from __future__ import annotations
+
+import asyncio
+
+from channels.layers import InMemoryChannelLayer
+from channels_redis.pubsub import RedisPubSubChannelLayer
+
+from apps.tasks import group_publish
+from apps.tasks.group_publish import MAX_PIPELINE, group_publisher
+from tests.support import free_port
+
+
+async def _received(layer, channel: str, count: int) -> list[dict]:
+    messages = []
+    async with asyncio.timeout(10):
+        while len(messages) < count:
+            messages.append(await layer.receive(channel))
+    return messages
+
+
+def _messages(count: int) -> list[tuple[str, dict]]:
+    """Interleaved over three groups, as several tasks' flushes are."""
+    return [
+        (f"task.{i % 3}", {"type": "task.events", "events": [{"seq": i // 3, "n": i}]})
+        for i in range(count)
+    ]
+
+
+async def test_every_message_reaches_the_redis_subscribers_once_each_group_in_order(redis_url):
+    layer = RedisPubSubChannelLayer(hosts=[redis_url], prefix=f"gp{free_port()}")
+    try:
+        channel = await layer.new_channel()
+        for group in ("task.0", "task.1", "task.2"):
+            await layer.group_add(group, channel)
+        publisher = group_publisher(layer)
+        assert group_publisher(layer) is publisher  # one per layer and loop
+        sent = _messages(2 * MAX_PIPELINE + 7)
+        tickets = []
+        for group, message in sent[:10]:
+            tickets.append(publisher.publish(group, message))
+        await asyncio.sleep(0)  # a drain under way while more queue up
+        for group, message in sent[10:]:
+            tickets.append(publisher.publish(group, message))
+        assert tickets == list(range(tickets[0], tickets[0] + len(sent)))
+        await publisher.wait_sent(tickets[-1])
+        got = await _received(layer, channel, len(sent))
+        assert sorted(m["events"][0]["n"] for m in got) == list(range(len(sent)))
+        for group in range(3):
+            seqs = [m["events"][0]["seq"] for m in got if m["events"][0]["n"] % 3 == group]
+            assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))
+    finally:
+        await layer.flush()
+
+
+async def test_another_layer_gets_group_send_in_the_same_order():
+    layer = InMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add("task.0", channel)
+    publisher = group_publisher(layer)
+    last = 0
+    for i in range(20):
+        last = publisher.publish("task.0", {"type": "task.events", "events": [{"n": i}]})
+    await publisher.wait_sent(last)
+    got = [(await layer.receive(channel))["events"][0]["n"] for _ in range(20)]
+    assert got == list(range(20))
+
+
+async def test_an_unreachable_redis_is_logged_and_waiting_for_it_ends(caplog):
+    layer = RedisPubSubChannelLayer(hosts=[f"redis://127.0.0.1:{free_port()}/0"])
+    publisher = group_publisher(layer)
+    ticket = publisher.publish("task.9", {"type": "task.events", "events": [{"n": 1}]})
+    async with asyncio.timeout(10):
+        await publisher.wait_sent(ticket)
+    assert "channel-layer send of 1 messages" in caplog.text
+    await layer.flush()
+
+
+async def test_a_group_nobody_listens_to_is_skipped_for_a_while_then_tried_again(
+    redis_url, monkeypatch
+):
+    monkeypatch.setattr(group_publish, "QUIET_SECONDS", 0.2)
+    layer = RedisPubSubChannelLayer(hosts=[redis_url], prefix=f"gq{free_port()}")
+    try:
+        publisher = group_publisher(layer)
+        await publisher.wait_sent(publisher.publish("task.q", _event(1)))  # reached nobody
+        await publisher.wait_sent(publisher.publish("task.q", _event(2)))
+        assert publisher.skipped == 1
+        # a message that must go (a status change) is sent all the same
+        await publisher.wait_sent(publisher.publish("task.q", _event(3), must=True))
+        assert publisher.skipped == 1
+        channel = await layer.new_channel()  # a socket elsewhere starts following the task
+        await layer.group_add("task.q", channel)
+        await publisher.wait_sent(publisher.publish("task.q", _event(4)))  # still quiet
+        assert publisher.skipped == 2
+        await asyncio.sleep(0.25)
+        await publisher.wait_sent(publisher.publish("task.q", _event(5)))
+        await publisher.wait_sent(publisher.publish("task.q", _event(6)))  # listened to now
+        got = await _received(layer, channel, 2)
+        assert [m["events"][0]["n"] for m in got] == [5, 6]
+        assert publisher.skipped == 2
+    finally:
+        await layer.flush()
+
+
+def _event(n: int) -> dict:
+    return {"type": "task.events", "events": [{"n": n}]}
