@@ -318,10 +318,11 @@ class PreparedRun:
     failure: Exception | None = None  # raised while preparing: run_task reports it
 
 
-def prepare_run(task_id: int) -> PreparedRun | None:
-    """Blocking. None when the task cannot be loaded (run_task then loads it itself)."""
+def prepare_run(task_id: int, loaded: Task | None = None) -> PreparedRun | None:
+    """Blocking. None when the task cannot be loaded (run_task then loads it itself).
+    `loaded`: the task with its workspace as its creator committed it (not read again)."""
     try:
-        task = _load(task_id)
+        task = loaded if loaded is not None else _load(task_id)
     except Exception:
         log.exception("task %s could not be loaded to prepare its run", task_id)
         return None

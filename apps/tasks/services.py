@@ -223,7 +223,6 @@ def _conversation_to_continue(*, user, conversation, workspace: Workspace | None
     return found
 
 
-@transaction.atomic
 def task_create(
     *,
     user,
@@ -240,7 +239,8 @@ def task_create(
     `client_msg_id` returns the task created the first time (no duplicate on reconnect).
     `conversation` (an id of the user's own conversation) continues it: same workspace (taken
     from the conversation when `workspace` is None), earlier turns as history. Without it, the
-    task starts a new conversation."""
+    task starts a new conversation. The checks read before the transaction; the transaction
+    (SQLite: the database's one write lock) holds only the re-send check and the two rows."""
     continued = None
     if conversation not in (None, ""):
         continued = _conversation_to_continue(
@@ -258,27 +258,28 @@ def task_create(
             "put the long text in a file in the workspace and refer to it",
             {"error_code": "message_too_long"},
         )
-    if client_msg_id:
-        existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
-        if existing is not None:
-            return existing
     routing = route_message(text=text, mode=mode, skill=skill, config=config)
-    if continued is None:
-        continued = Conversation.objects.create(
-            user=user, workspace=workspace, title=routing.text[:200]
+    with transaction.atomic():
+        if client_msg_id:
+            existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
+            if existing is not None:
+                return existing
+        if continued is None:
+            continued = Conversation.objects.create(
+                user=user, workspace=workspace, title=routing.text[:200]
+            )
+        else:
+            continued.save(update_fields=["updated_at"])  # most recent conversations first
+        return Task.objects.create(
+            workspace=workspace,
+            user=user,
+            conversation=continued,
+            mode=routing.mode,
+            skill=routing.skill,
+            goal=routing.text,
+            client_msg_id=client_msg_id[:100],
+            model=model,
         )
-    else:
-        continued.save(update_fields=["updated_at"])  # most recent conversations first
-    return Task.objects.create(
-        workspace=workspace,
-        user=user,
-        conversation=continued,
-        mode=routing.mode,
-        skill=routing.skill,
-        goal=routing.text,
-        client_msg_id=client_msg_id[:100],
-        model=model,
-    )
 
 
 def task_request_cancel(*, task) -> bool:
