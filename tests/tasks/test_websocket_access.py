@@ -98,9 +98,7 @@ async def test_a_socket_opens_and_starts_a_task_while_the_thread_sensitive_threa
     release = threading.Event()
     held = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
     try:
-        communicator, connected, _ = await connect(
-            [(b"origin", b"http://127.0.0.1:8000"), cookie]
-        )
+        communicator, connected, _ = await connect([(b"origin", b"http://127.0.0.1:8000"), cookie])
         assert connected
         await communicator.send_json_to({"type": "user_message", "text": "@chat hi"})
         first = await communicator.receive_json_from(timeout=10)
