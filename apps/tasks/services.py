@@ -249,7 +249,10 @@ def task_create(
         workspace = continued.workspace
     if workspace is None:
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    if not workspace.members.filter(pk=user.pk).exists():
+    # The membership row itself: the related manager `workspace.members` costs more to build
+    # than the query (every socket's task creation checks it).
+    member = Workspace.members.through.objects.filter(workspace_id=workspace.pk, user_id=user.pk)
+    if not member.exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     limit = max_message_chars()
     if len(text) > limit:
@@ -264,13 +267,14 @@ def task_create(
             existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
             if existing is not None:
                 return existing
-        if continued is None:
+        opens = continued is None
+        if opens:
             continued = Conversation.objects.create(
                 user=user, workspace=workspace, title=routing.text[:200]
             )
         else:
             continued.save(update_fields=["updated_at"])  # most recent conversations first
-        return Task.objects.create(
+        task = Task.objects.create(
             workspace=workspace,
             user=user,
             conversation=continued,
@@ -280,6 +284,10 @@ def task_create(
             client_msg_id=client_msg_id[:100],
             model=model,
         )
+    # Known to have no earlier turns: history.conversation_history need not look (the instance
+    # only; a task read from the database again looks).
+    task.opens_conversation = opens
+    return task
 
 
 def task_request_cancel(*, task) -> bool:
