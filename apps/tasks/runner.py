@@ -406,8 +406,9 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             await gateway.aclose()
         if http is not None:
             await http_client_release(config, http)
-    final = await sync_to_async(_load)(task_id)
-    return final.status if final else "missing"
+    # The final status, read on the shared pool (not on Django's one thread-sensitive thread).
+    final = Task.objects.filter(pk=task_id).values_list("status", flat=True)
+    return await sync_to_async(final.first, thread_sensitive=False)() or "missing"
 
 
 async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
