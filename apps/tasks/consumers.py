@@ -256,7 +256,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """confirm/reject a spec review (apps/specs); a parked spec's task runs again."""
         from apps.specs.services import spec_review_reply
 
-        outcome = await sync_to_async(spec_review_reply)(
+        outcome = await _db(spec_review_reply)(
             user=self.user,
             review_id=content["spec_review_id"],
             decision=content["decision"],
@@ -264,7 +264,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         )
         if outcome.continue_task:
             task_id = outcome.spec.task_id
-            await sync_to_async(executors.task_submit)(task_id=task_id)
+            await _db(executors.task_submit)(task_id=task_id)
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
     async def _follow(self, task_id: int, *, after_seq: int, replay: bool = True) -> None:

@@ -239,8 +239,9 @@ def task_create(
     `client_msg_id` returns the task created the first time (no duplicate on reconnect).
     `conversation` (an id of the user's own conversation) continues it: same workspace (taken
     from the conversation when `workspace` is None), earlier turns as history. Without it, the
-    task starts a new conversation. The checks read before the transaction; the transaction
-    (SQLite: the database's one write lock) holds only the re-send check and the two rows."""
+    task starts a new conversation. The access checks read before the transaction; the
+    transaction (SQLite: the database's one write lock) holds the re-send check, the routing
+    and the two rows."""
     continued = None
     if conversation not in (None, ""):
         continued = _conversation_to_continue(
@@ -261,12 +262,12 @@ def task_create(
             "put the long text in a file in the workspace and refer to it",
             {"error_code": "message_too_long"},
         )
-    routing = route_message(text=text, mode=mode, skill=skill, config=config)
     with transaction.atomic():
         if client_msg_id:
             existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
             if existing is not None:
                 return existing
+        routing = route_message(text=text, mode=mode, skill=skill, config=config)
         opens = continued is None
         if opens:
             continued = Conversation.objects.create(
