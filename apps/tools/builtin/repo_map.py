@@ -48,8 +48,9 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 # Each file's findings (binary or not, its top-level definitions), kept per process by the
 # file's identity and version: every task starts with the map of its workspace, and files
-# unchanged since the last map are neither read nor parsed again (~half the CPU of a task's
-# start with the demo workspace, 50 tasks starting at once: bench/chat_load.py). A file counts
+# unchanged since the last map are neither read nor parsed again (that was about half of
+# preparing a task's run in the demo workspace, 50 tasks starting at once: bench/chat_load.py;
+# the walk remains). A file counts
 # as unchanged while its device, inode, size, mtime and ctime are the same (ctime cannot be set
 # back by a program, so `touch -d` or an editor restoring mtime still reads as a change). A file
 # changed less than RACY_SECONDS before it was read is not kept: a change within the same clock
