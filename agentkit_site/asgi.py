@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, WebSocket through Channels (origin-checked, session auth)."""
+"""ASGI entry point: HTTP through Django, WebSocket through Channels (origin-checked, session auth:
+agentkit_site/ws_auth.py)."""
 
 import os
 
@@ -22,17 +23,20 @@ from apps.tasks.executors import warm_up  # noqa: E402
 
 warm_up()  # import the runner and probe the sandbox now, not on the serving loop at the first task
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up first)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
+from agentkit_site.serving import tune_websocket_stack  # noqa: E402
+from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django set up first)
+
+tune_websocket_stack()  # no per-handshake debug formatting in autobahn (serving.py)
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            SessionAuthStack(URLRouter(websocket_urlpatterns))
         ),
     }
 )

@@ -88,6 +88,8 @@ def spec_finish_for_task(*, task_id: int, completed: bool) -> None:
         task_id=task_id,
         status__in=[SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW, SpecStatus.DRAFT],
     )
+    if not open_specs.exists():  # most tasks (react, chat): no write transaction, no write lock
+        return
     with transaction.atomic():
         for spec in open_specs.select_for_update():
             done = completed and spec.status == SpecStatus.EXECUTING

@@ -11,6 +11,7 @@ import json
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
@@ -82,6 +83,18 @@ def deliver_local(task_id: int, events: list[dict]) -> None:
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
+    async def dispatch(self, message) -> None:
+        """channels' dispatch without its `aclose_old_connections()` before every message: that
+        is a trip to Django's ONE thread-sensitive thread per handshake, per frame received and
+        per channel-layer message, so 50 sockets queued behind each other there (and behind
+        every other user of that thread) before their `connect` or their message was handled.
+        It would only recycle that thread's connection; this consumer's database work runs on
+        the default executor (`_db`), whose threads keep theirs."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -204,13 +217,11 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if task.last_seq == 0 and task.status == "queued":
             # Started before the socket follows it: whatever the runner commits before that is
             # replayed from the database by `_follow`; what it commits later is delivered live.
-            executors.task_submit(task_id=task.pk, prepare=True)
+            executors.task_submit(task_id=task.pk, prepare=True, loaded=task)
             return task, True
         return task, False
 
     def _create_task_row(self, content: dict):
-        from django.db import transaction
-
         workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
         continues = content.get("conversation") not in (None, "")
         if workspace is None and not (continues and content.get("workspace") in (None, "")):
@@ -221,17 +232,16 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 raise ApplicationError(
                     "workspace not found: pick one of yours", {"error_code": "not_found"}
                 )
-        with transaction.atomic():
-            return services.task_create(
-                user=self.user,
-                workspace=workspace,
-                text=content["text"],
-                mode=content.get("mode") or None,
-                skill=content.get("skill") or None,
-                client_msg_id=str(content.get("client_msg_id") or ""),
-                config=agent_config(),
-                conversation=content.get("conversation"),  # None: a new conversation
-            )
+        return services.task_create(  # its own transaction
+            user=self.user,
+            workspace=workspace,
+            text=content["text"],
+            mode=content.get("mode") or None,
+            skill=content.get("skill") or None,
+            client_msg_id=str(content.get("client_msg_id") or ""),
+            config=agent_config(),
+            conversation=content.get("conversation"),  # None: a new conversation
+        )
 
     async def _handle_resume(self, content: dict) -> None:
         after = content.get("after_seq", 0)
@@ -254,7 +264,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         """confirm/reject a spec review (apps/specs); a parked spec's task runs again."""
         from apps.specs.services import spec_review_reply
 
-        outcome = await sync_to_async(spec_review_reply)(
+        outcome = await _db(spec_review_reply)(
             user=self.user,
             review_id=content["spec_review_id"],
             decision=content["decision"],
@@ -262,7 +272,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         )
         if outcome.continue_task:
             task_id = outcome.spec.task_id
-            await sync_to_async(executors.task_submit)(task_id=task_id)
+            await _db(executors.task_submit)(task_id=task_id)
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
     async def _follow(self, task_id: int, *, after_seq: int, replay: bool = True) -> None:

@@ -28,11 +28,13 @@ SERVING_SWITCH_INTERVAL_SECONDS = 0.001
 _inline_tasks: set[asyncio.Task] = set()
 
 
-def task_submit(*, task_id: int, prepare: bool = False) -> None:
+def task_submit(*, task_id: int, prepare: bool = False, loaded=None) -> None:
     """Start a queued task on the configured executor once the current transaction commits.
     `prepare` (inline only; a blocking caller such as a socket's worker thread): the run is
     prepared in the calling thread (runner.prepare_run: the task, its history, pitfalls and
-    repository map), so it starts on the serving loop without trips to worker threads."""
+    repository map), so it starts on the serving loop without trips to worker threads;
+    `loaded`: the Task (with its workspace) as the caller just created it, so the preparation
+    does not read it again."""
     config = agent_config()
     if config.executor.kind == "rq":
         if not settings.REDIS_URL:
@@ -47,7 +49,7 @@ def task_submit(*, task_id: int, prepare: bool = False) -> None:
             lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
         )
     else:
-        transaction.on_commit(lambda: _start_inline(task_id, prepare=prepare))
+        transaction.on_commit(lambda: _start_inline(task_id, prepare=prepare, loaded=loaded))
 
 
 def warm_up() -> None:
@@ -125,7 +127,7 @@ def _spawn(task_id: int, prepared=None) -> None:
     runner.add_done_callback(lambda _: local_run_ended(task_id))
 
 
-def _start_inline(task_id: int, *, prepare: bool = False) -> None:
+def _start_inline(task_id: int, *, prepare: bool = False, loaded=None) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
@@ -144,5 +146,5 @@ def _start_inline(task_id: int, *, prepare: bool = False) -> None:
     else:  # a worker thread: it may prepare the run, off the loop
         from apps.tasks.runner import prepare_run
 
-        prepared = prepare_run(task_id) if prepare else None
+        prepared = prepare_run(task_id, loaded) if prepare else None
         loop.call_soon_threadsafe(_spawn, task_id, prepared, context=contextvars.Context())

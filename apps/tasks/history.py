@@ -66,8 +66,9 @@ def turn_messages(task: Task, events: Sequence[TaskEvent]) -> tuple[Message, Mes
 
 
 def conversation_history(task: Task) -> tuple[Message, ...]:
-    """The earlier finished turns of `task`'s conversation, oldest first (empty for a new one)."""
-    if task.conversation_id is None:
+    """The earlier finished turns of `task`'s conversation, oldest first (empty for a new one:
+    without a conversation, or as services.task_create returns a task that opened one)."""
+    if task.conversation_id is None or getattr(task, "opens_conversation", False):
         return ()
     earlier = list(
         Task.objects.filter(

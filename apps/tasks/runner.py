@@ -318,10 +318,11 @@ class PreparedRun:
     failure: Exception | None = None  # raised while preparing: run_task reports it
 
 
-def prepare_run(task_id: int) -> PreparedRun | None:
-    """Blocking. None when the task cannot be loaded (run_task then loads it itself)."""
+def prepare_run(task_id: int, loaded: Task | None = None) -> PreparedRun | None:
+    """Blocking. None when the task cannot be loaded (run_task then loads it itself).
+    `loaded`: the task with its workspace as its creator committed it (not read again)."""
     try:
-        task = _load(task_id)
+        task = loaded if loaded is not None else _load(task_id)
     except Exception:
         log.exception("task %s could not be loaded to prepare its run", task_id)
         return None
@@ -405,8 +406,9 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             await gateway.aclose()
         if http is not None:
             await http_client_release(config, http)
-    final = await sync_to_async(_load)(task_id)
-    return final.status if final else "missing"
+    # The final status, read on the shared pool (not on Django's one thread-sensitive thread).
+    final = Task.objects.filter(pk=task_id).values_list("status", flat=True)
+    return await sync_to_async(final.first, thread_sensitive=False)() or "missing"
 
 
 async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:

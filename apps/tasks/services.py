@@ -223,7 +223,6 @@ def _conversation_to_continue(*, user, conversation, workspace: Workspace | None
     return found
 
 
-@transaction.atomic
 def task_create(
     *,
     user,
@@ -240,7 +239,9 @@ def task_create(
     `client_msg_id` returns the task created the first time (no duplicate on reconnect).
     `conversation` (an id of the user's own conversation) continues it: same workspace (taken
     from the conversation when `workspace` is None), earlier turns as history. Without it, the
-    task starts a new conversation."""
+    task starts a new conversation. The access checks read before the transaction; the
+    transaction (SQLite: the database's one write lock) holds the re-send check, the routing
+    and the two rows."""
     continued = None
     if conversation not in (None, ""):
         continued = _conversation_to_continue(
@@ -249,7 +250,10 @@ def task_create(
         workspace = continued.workspace
     if workspace is None:
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    if not workspace.members.filter(pk=user.pk).exists():
+    # The membership row itself: the related manager `workspace.members` costs more to build
+    # than the query (every socket's task creation checks it).
+    member = Workspace.members.through.objects.filter(workspace_id=workspace.pk, user_id=user.pk)
+    if not member.exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     limit = max_message_chars()
     if len(text) > limit:
@@ -258,27 +262,33 @@ def task_create(
             "put the long text in a file in the workspace and refer to it",
             {"error_code": "message_too_long"},
         )
-    if client_msg_id:
-        existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
-        if existing is not None:
-            return existing
-    routing = route_message(text=text, mode=mode, skill=skill, config=config)
-    if continued is None:
-        continued = Conversation.objects.create(
-            user=user, workspace=workspace, title=routing.text[:200]
+    with transaction.atomic():
+        if client_msg_id:
+            existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
+            if existing is not None:
+                return existing
+        routing = route_message(text=text, mode=mode, skill=skill, config=config)
+        opens = continued is None
+        if opens:
+            continued = Conversation.objects.create(
+                user=user, workspace=workspace, title=routing.text[:200]
+            )
+        else:
+            continued.save(update_fields=["updated_at"])  # most recent conversations first
+        task = Task.objects.create(
+            workspace=workspace,
+            user=user,
+            conversation=continued,
+            mode=routing.mode,
+            skill=routing.skill,
+            goal=routing.text,
+            client_msg_id=client_msg_id[:100],
+            model=model,
         )
-    else:
-        continued.save(update_fields=["updated_at"])  # most recent conversations first
-    return Task.objects.create(
-        workspace=workspace,
-        user=user,
-        conversation=continued,
-        mode=routing.mode,
-        skill=routing.skill,
-        goal=routing.text,
-        client_msg_id=client_msg_id[:100],
-        model=model,
-    )
+    # Known to have no earlier turns: history.conversation_history need not look (the instance
+    # only; a task read from the database again looks).
+    task.opens_conversation = opens
+    return task
 
 
 def task_request_cancel(*, task) -> bool:

@@ -245,3 +245,28 @@ def test_conversation_usage_adds_up_tasks_and_gives_the_cache_hit_rate(people):
     assert [c["id"] for c in listed] == [convo.pk]
     task = Client().get(f"/api/tasks/{detail['tasks'][0]['id']}", **bearer(alice)).json()
     assert task["usage"]["cache_hit_rate"] == 0.9 and task["conversation"] == convo.pk
+
+
+def test_a_task_that_opens_a_conversation_has_no_history_and_a_follow_up_has_it(
+    people, django_assert_num_queries
+):
+    """services.task_create marks the task that opened its conversation: the runner's history
+    needs no query for it; the follow-up's history is read (and holds the first turn)."""
+    from apps.tasks.conf import agent_config
+
+    alice, alpha = people["alice"], people["alpha"]
+    first = task_create(user=alice, workspace=alpha, text="@chat hi", config=agent_config())
+    with django_assert_num_queries(0):
+        assert conversation_history(first) == ()
+    assert conversation_history(Task.objects.get(pk=first.pk)) == ()  # read again: it looks
+    first.status, first.result = "completed", "Hello."
+    first.save()
+    follow = task_create(
+        user=alice,
+        workspace=None,
+        text="@chat and then?",
+        config=agent_config(),
+        conversation=first.conversation_id,
+    )
+    assert not follow.opens_conversation
+    assert [m.content for m in conversation_history(follow)] == ["hi", "Hello."]

@@ -59,3 +59,64 @@ async def _cookie(user):
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(session_cookie_header)(user)
+
+
+async def test_a_session_from_before_a_password_change_is_refused(user):
+    """The session's auth hash must match the user's, as for pages (agentkit_site/ws_auth.py)."""
+    from asgiref.sync import sync_to_async
+
+    cookie = await _cookie(user)
+
+    def change_password():
+        user.set_password("a-new-password-456")
+        user.save()
+
+    await sync_to_async(change_password)()
+    communicator, connected, code = await connect([(b"origin", b"http://127.0.0.1:8000"), cookie])
+    assert not connected
+    assert code == 4401
+    await communicator.disconnect()
+
+
+async def test_a_socket_opens_and_starts_a_task_while_the_thread_sensitive_thread_is_busy(
+    user, tmp_path
+):
+    """The handshake's session and user lookup, the consumer's dispatch of each frame and the
+    task's creation and start never wait for Django's one thread-sensitive thread (50 sockets
+    opened at once queued there: bench/chat_load.py). Here that thread is held until the task's
+    first event has arrived; were any of them to need it, nothing would arrive."""
+    import asyncio
+    import threading
+
+    from asgiref.sync import sync_to_async
+
+    from tests.tasks.factories import make_workspace
+
+    (tmp_path / "alpha").mkdir()
+    await sync_to_async(make_workspace)("alpha", tmp_path / "alpha", user)
+    cookie = await _cookie(user)
+    release = threading.Event()
+    held = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        communicator, connected, _ = await connect([(b"origin", b"http://127.0.0.1:8000"), cookie])
+        assert connected
+        await communicator.send_json_to({"type": "user_message", "text": "@chat hi"})
+        first = await communicator.receive_json_from(timeout=10)
+        assert first["type"] == "task_started", first
+        assert not held.done()  # the thread was busy all along
+    finally:
+        release.set()
+        await held
+    while (await communicator.receive_json_from(timeout=10))["type"] != "task_finished":
+        pass
+    await communicator.disconnect()
+
+
+def test_the_server_stack_does_not_pretty_print_at_every_handshake():
+    """agentkit_site/serving.py: autobahn's per-connection debug line is formatted with repr."""
+    from autobahn.websocket import protocol
+
+    from agentkit_site.serving import quick_format
+
+    assert protocol.pformat is quick_format  # asgi.py (imported above) applied it
+    assert quick_format([("a", 1)]) == "[('a', 1)]"

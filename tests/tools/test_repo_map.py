@@ -153,3 +153,24 @@ def test_map_stops_at_its_time_limit_and_says_it_is_partial(tmp_path):
 def test_an_empty_or_missing_workspace_gives_no_map(tmp_path):
     assert _map(tmp_path) == ""
     assert _map(tmp_path / "missing") == ""
+
+
+def test_a_file_changed_since_the_last_map_shows_its_new_definitions(tmp_path, monkeypatch):
+    """Files unchanged since the last map are taken from the per-process memo; a change shows
+    even when it keeps the size and the modification time (the change time still moves)."""
+    from apps.tools.builtin import repo_map
+
+    monkeypatch.setattr(repo_map, "RACY_SECONDS", 0.0)  # remember files however fresh
+    _write(tmp_path, "a.py", "def alpha(): ...\n")
+    _write(tmp_path, "blob.bin", "x\x00y")
+    _write(tmp_path, "b.py", "def beta(): ...\n")
+    first = _map(tmp_path)
+    assert "a.py: alpha" in _body(first) and "blob.bin" not in first
+    assert (os.stat(tmp_path / "a.py").st_dev, os.stat(tmp_path / "a.py").st_ino) in repo_map._memo
+    assert _map(tmp_path) == first  # from the memo: the same bytes
+    before = os.stat(tmp_path / "a.py")
+    (tmp_path / "a.py").write_text("def gamma(): ...\n")  # same size
+    os.utime(tmp_path / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    (tmp_path / "blob.bin").write_text("text now\n")
+    changed = _body(_map(tmp_path))
+    assert "a.py: gamma" in changed and "b.py: beta" in changed and "blob.bin" in changed

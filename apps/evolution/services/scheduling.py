@@ -69,7 +69,9 @@ def evolution_schedule(*, task_id: int, outcome: str) -> str:
     """Returns what happened: scheduled, dropped_backpressure, redis_unavailable, schedule_error,
     or the reason it was not scheduled (see evolution_decision)."""
     try:
-        PitfallInjection.objects.filter(task_id=task_id).update(outcome=outcome)
+        injected = PitfallInjection.objects.filter(task_id=task_id)
+        if injected.exists():  # an UPDATE takes SQLite's write lock even when it changes nothing
+            injected.update(outcome=outcome)
         try:
             prompt_run_finish(task_id=task_id, outcome=outcome)
         except Exception:  # A/B bookkeeping must not keep the task from being learned from

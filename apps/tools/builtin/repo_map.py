@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,22 @@ INTRO = (
 )
 CUT_NOTE = "[Map cut to its token budget: {}; search finds the rest.]"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+# Each file's findings (binary or not, its top-level definitions), kept per process by the
+# file's identity and version: every task starts with the map of its workspace, and files
+# unchanged since the last map are neither read nor parsed again (that was about half of
+# preparing a task's run in the demo workspace, 50 tasks starting at once: bench/chat_load.py;
+# the walk remains). A file counts
+# as unchanged while its device, inode, size, mtime and ctime are the same (ctime cannot be set
+# back by a program, so `touch -d` or an editor restoring mtime still reads as a change). A file
+# changed less than RACY_SECONDS before it was read is not kept: a change within the same clock
+# tick could otherwise leave every stamp as it was (git's "racy" index entries).
+RACY_SECONDS = 2.0
+MEMO_MAX_FILES = 50_000  # past this many, the memo starts over
+# (device, inode) -> ((size, mtime, ctime), binary, {language: top-level definitions})
+_memo: dict[tuple[int, int], tuple[tuple[int, int, int], bool, dict[str, tuple[str, ...]]]] = {}
+_memo_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +107,8 @@ def _collect(root: Path | str, deadline: float, budget: int) -> tuple[list[_Entr
 
 
 def _entry(relative: str, dir_fd: int, name: str, *, parse: bool) -> _Entry | None:
-    """The file's entry (definitions only when `parse`); None for a binary or unreadable file."""
+    """The file's entry (definitions only when `parse`); None for a binary or unreadable file.
+    A file unchanged since it was last looked at is neither read nor parsed again (_memo)."""
     language = language_for_path(name) if parse else None
     try:
         fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
@@ -98,11 +116,39 @@ def _entry(relative: str, dir_fd: int, name: str, *, parse: bool) -> _Entry | No
         return None
     try:
         with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            key, version = (info.st_dev, info.st_ino), _version(info)
+            known = _memo.get(key)
+            if known is not None and known[0] == version:
+                if known[1]:
+                    return None  # binary
+                if language is None or info.st_size > MAX_PARSE_BYTES:
+                    return _Entry(relative, (), parsed=parse)
+                if language in known[2]:
+                    return _Entry(relative, known[2][language])
+            read_at = time.time_ns()
             data = handle.read(MAX_PARSE_BYTES + 1 if language else BINARY_SNIFF_BYTES)
     except OSError:
         return None
-    if looks_binary(data):
-        return None
+    binary = looks_binary(data)
+    entry = None if binary else _text_entry(relative, data, language, parse)
+    if max(info.st_mtime_ns, info.st_ctime_ns) < read_at - RACY_SECONDS * 1e9:
+        names = dict(known[2]) if known is not None and known[0] == version else {}
+        if entry is not None and language is not None and len(data) <= MAX_PARSE_BYTES:
+            names[language] = entry.names
+        with _memo_lock:
+            if len(_memo) >= MEMO_MAX_FILES:
+                _memo.clear()
+            _memo[key] = (version, binary, names)
+    return entry
+
+
+def _version(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _text_entry(relative: str, data: bytes, language: str | None, parse: bool) -> _Entry | None:
+    """The entry of a text file whose first bytes are `data`; None when it cannot be decoded."""
     if language is None or len(data) > MAX_PARSE_BYTES:
         return _Entry(relative, (), parsed=parse)
     decoded = decode_text(data)
