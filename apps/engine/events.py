@@ -171,10 +171,14 @@ def tool_call_data(step: int, call: Any) -> dict[str, Any]:
 
 def tool_result_data(step: int, call: Any, result: Any, started: float) -> dict[str, Any]:
     """`tool_result` data of a ToolResult; `started`: time.monotonic() when the call began."""
-    return {
+    return {  # ToolResult.as_dict()'s keys written out: no second dict to merge in
         "step": step,
         "call_id": call.id,
         "name": call.name,
-        **result.as_dict(),
+        "ok": result.ok,
+        "output": result.output,
+        "error": result.error,
+        "error_code": result.error_code,
+        "data": result.data,
         "duration_ms": round((time.monotonic() - started) * 1000, 3),
     }
