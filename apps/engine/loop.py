@@ -208,7 +208,7 @@ class ReActEngine:
                 for index, call in enumerate(reply.tool_calls):
                     data = tool_call_data(run.steps, call)
                     if index == 0:  # the step's first call carries the usage so far (live header)
-                        data.update(usage=run.usage_so_far(), cost=run.cost)
+                        data["usage"], data["cost"] = run.usage_so_far(), run.cost
                     yield run.event_of("tool_call", data)
                     started, result, token = time.monotonic(), None, None
                     if tracker is not None:  # the phase's whitelist, then its shell filter
