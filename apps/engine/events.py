@@ -137,12 +137,15 @@ class Event(BaseModel):
             {"type": type, "task_id": task_id, "seq": seq, "ts": ts, "data": data},
         )
         # BaseModel's slots, set through their descriptors (what model_construct sets, cheaper)
-        _set_fields(event, {"type", "task_id", "seq", "ts", "data"})
+        _set_fields(event, _ALL_FIELDS)
         _set_extra(event, None)
         _set_private(event, None)
         return event
 
 
+# Every field of a trusted event is set: one fields-set for them all (pydantic never changes a
+# frozen model's; model_copy copies it before it adds to it).
+_ALL_FIELDS = {"type", "task_id", "seq", "ts", "data"}
 _new = object.__new__
 _set = object.__setattr__  # what BaseModel.model_construct uses on frozen models
 _set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]

@@ -21,6 +21,13 @@ class DeltaBatcher:
         self._pending: list[str] = []
         self._last_flush: float | None = None  # None until the first flush: it is never delayed
 
+    def begin(self) -> DeltaBatcher:
+        """Start batching a new stream (one batcher serves a run's model calls in turn): nothing
+        held, and its first chunk goes out at once. Returns the batcher."""
+        self._pending.clear()
+        self._last_flush = None
+        return self
+
     def push(self, text: str) -> str | None:
         """Add a chunk; returns the text to emit now, or None to keep holding it. An empty chunk
         (a keep-alive) only lets held text out when its interval is over."""
