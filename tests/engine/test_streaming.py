@@ -30,6 +30,18 @@ def test_chunks_within_the_interval_are_held_then_emitted_together():
     assert batcher.push("d") == "bcd"
 
 
+def test_begin_starts_a_new_stream_whose_first_chunk_goes_out_at_once():
+    clock = FakeClock()
+    batcher = DeltaBatcher(50, clock=clock)
+    assert batcher.push("a") == "a"
+    clock.now += 0.001
+    assert batcher.push("b") is None  # held: the interval is not over
+    assert batcher.begin() is batcher  # a new model call (the engine flushed or dropped "b")
+    assert batcher.flush() is None  # nothing held over from the last stream
+    clock.now += 0.001
+    assert batcher.push("c") == "c"  # not held although the interval is not over
+
+
 def test_remainder_is_flushed_at_the_end_of_the_stream():
     clock = FakeClock()
     batcher = DeltaBatcher(50, clock=clock)
