@@ -177,9 +177,10 @@ class ReActEngine:
 
     # ── the steps ──────────────────────────────────────────────────────────────────────────────
     async def _steps(self, run: RunState) -> AsyncIterator[Event]:
-        """The attempt's steps until one raises Finished. One generator for all of them, the tool
-        calls inline: a step is the hot path, and a generator per step or per batch of calls
-        (created, hooked, closed, each event passed up through it) is a cost of its own."""
+        """The attempt's steps until one raises Finished. One generator for all of them, the model
+        call and the tool calls inline: a step is the hot path, and a generator per step, per
+        model call or per batch of calls (created, hooked, closed, each event passed up through
+        it) is a cost of its own."""
         while True:
             try:
                 run.interrupter.check()  # cancelled, or out of wall time
@@ -195,8 +196,8 @@ class ReActEngine:
                             yield event
                 run.steps += 1
                 # The model call on the run's own context (compressed first when it grew too
-                # long), inline: a generator level per step is a cost of its own. Its text goes
-                # out as batched token events; reflect calls (_ask) show none.
+                # long); its text goes out as batched token events (reflect calls, _call, show
+                # none).
                 due = compression_due(self.compressor, run)
                 if due and (compressed := await compress_run(self.compressor, run)) is not None:
                     yield compressed
