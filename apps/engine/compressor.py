@@ -379,8 +379,9 @@ def compression_due(compressor: Compressor | None, run: RunState) -> bool:
     run's own context, without a coroutine; it only adds up what the run appended since."""
     if compressor is None:
         return False
-    size = run.prompt_size.tokens(run.messages, run.system, run.specs)
-    return size > compressor.threshold_for(run.task.model)
+    if (threshold := run.compress_above) is None:  # once a run: its model and compressor stay
+        threshold = run.compress_above = compressor.threshold_for(run.task.model)
+    return run.prompt_size.tokens(run.messages, run.system, run.specs) > threshold
 
 
 async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:

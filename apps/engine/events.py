@@ -131,20 +131,20 @@ class Event(BaseModel):
         per streamed batch and two per tool call: the loop's hot path). `data` is taken as
         given, not copied: pass a dict nothing else will change."""
         event = _new(cls)
-        _set(
-            event,
-            "__dict__",
-            {"type": type, "task_id": task_id, "seq": seq, "ts": ts, "data": data},
-        )
-        # BaseModel's slots, set through their descriptors (what model_construct sets, cheaper)
-        _set_fields(event, {"type", "task_id", "seq", "ts", "data"})
+        _set_dict(event, {"type": type, "task_id": task_id, "seq": seq, "ts": ts, "data": data})
+        _set_fields(event, _ALL_FIELDS)
         _set_extra(event, None)
         _set_private(event, None)
         return event
 
 
+# Every field of a trusted event is set: one fields-set for them all (pydantic never changes a
+# frozen model's; model_copy copies it before it adds to it).
+_ALL_FIELDS = {"type", "task_id", "seq", "ts", "data"}
 _new = object.__new__
-_set = object.__setattr__  # what BaseModel.model_construct uses on frozen models
+# BaseModel's slots (__dict__ included), set through their descriptors: what model_construct sets
+# with object.__setattr__, cheaper
+_set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
 _set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
 _set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
@@ -171,10 +171,16 @@ def tool_call_data(step: int, call: Any) -> dict[str, Any]:
 
 def tool_result_data(step: int, call: Any, result: Any, started: float) -> dict[str, Any]:
     """`tool_result` data of a ToolResult; `started`: time.monotonic() when the call began."""
-    return {
+    return {  # ToolResult.as_dict()'s keys written out: no second dict to merge in
         "step": step,
         "call_id": call.id,
         "name": call.name,
-        **result.as_dict(),
-        "duration_ms": round((time.monotonic() - started) * 1000, 3),
+        "ok": result.ok,
+        "output": result.output,
+        "error": result.error,
+        "error_code": result.error_code,
+        "data": result.data,
+        # milliseconds to 3 decimals: whole microseconds, then / 1000 (round(ms, 3) gives the
+        # same but for values within a rounding error of a tie, and costs a decimal conversion)
+        "duration_ms": round((time.monotonic() - started) * 1_000_000) / 1000,
     }

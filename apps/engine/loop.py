@@ -15,8 +15,9 @@ reflection (reflexion.py) once re-injections are used up; none left → `gave_up
 Control flow inside a step uses a tiny exception family (flow.py): `Redirect(*messages)` appends
 messages for the model and takes another step (caught in the step loop, `_steps`); `Finished`
 (`Submitted`, `Failed`, `Cancelled`, `GaveUp`) ends the attempt (caught in run()).
-The steps of an attempt run in one generator (`_steps`), tool calls inline: a step is the hot
-path (bench/engine_overhead.py), and each generator level costs per step and per event.
+The steps of an attempt run in one generator (`_steps`), the model call and the tool calls inline:
+a step is the hot path (bench/engine_overhead.py), and each generator level costs per step and per
+event. Reflect calls (`_ask`) read the model through `_call`, which shows no text.
 A failing LLM call ends the run as failed. Any other exception is a bug of the engine or of a
 port: the run still ends with an `error` event, `task_finished` and its hook, then the exception
 propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no exit path — a
@@ -63,7 +64,6 @@ from apps.engine.loop_detection import LoopVerdict, describe_calls
 from apps.engine.phases import PhasePolicy
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
 from apps.engine.run_state import RunState
-from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolResult, ToolSet
 
@@ -177,9 +177,10 @@ class ReActEngine:
 
     # ── the steps ──────────────────────────────────────────────────────────────────────────────
     async def _steps(self, run: RunState) -> AsyncIterator[Event]:
-        """The attempt's steps until one raises Finished. One generator for all of them, the tool
-        calls inline: a step is the hot path, and a generator per step or per batch of calls
-        (created, hooked, closed, each event passed up through it) is a cost of its own."""
+        """The attempt's steps until one raises Finished. One generator for all of them, the model
+        call and the tool calls inline: a step is the hot path, and a generator per step, per
+        model call or per batch of calls (created, hooked, closed, each event passed up through
+        it) is a cost of its own."""
         while True:
             try:
                 run.interrupter.check()  # cancelled, or out of wall time
@@ -194,9 +195,43 @@ class ReActEngine:
                         async for event in self._finish(run, best):
                             yield event
                 run.steps += 1
-                async for event in self._query(run):
-                    yield event
+                # The model call on the run's own context (compressed first when it grew too
+                # long); its text goes out as batched token events (reflect calls, _call, show
+                # none).
+                due = compression_due(self.compressor, run)
+                if due and (compressed := await compress_run(self.compressor, run)) is not None:
+                    yield compressed
+                request = ChatRequest(tuple(run.messages), run.system, run.specs)
+                batcher = run.batcher.begin()  # a new call: its first text goes out at once
+                run.reply, shown, guard = None, False, run.interrupter.guard
+                stream = self.model.stream(request, model=run.task.model)
+                try:
+                    while run.reply is None:
+                        try:
+                            delta = await guard(anext(stream))
+                        except StopAsyncIteration:
+                            raise RuntimeError(_NO_RESPONSE) from None
+                        if delta.restart:  # the call is being retried: the text so far is void
+                            batcher.discard()
+                            if shown:
+                                yield run.event("token", step=run.steps, text="", restart=True)
+                                shown = False
+                        elif delta.response is not None:
+                            run.reply = delta.response
+                        elif text := batcher.push(delta.text):
+                            shown = True
+                            yield run.event_of("token", {"step": run.steps, "text": text})
+                except Exception:
+                    if rest := batcher.flush():  # show what did arrive before the failure
+                        yield run.event_of("token", {"step": run.steps, "text": rest})
+                    raise
+                finally:
+                    if hasattr(stream, "aclose"):
+                        await stream.aclose()
+                if rest := batcher.flush():
+                    yield run.event_of("token", {"step": run.steps, "text": rest})
                 reply = run.reply
+                _count(run, reply)
                 run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
                 run.best_answer = reply.content.strip() or run.best_answer
                 if not reply.tool_calls or run.task.mode == "direct_chat":
@@ -208,7 +243,7 @@ class ReActEngine:
                 for index, call in enumerate(reply.tool_calls):
                     data = tool_call_data(run.steps, call)
                     if index == 0:  # the step's first call carries the usage so far (live header)
-                        data.update(usage=run.usage_so_far(), cost=run.cost)
+                        data["usage"], data["cost"] = run.usage_so_far(), run.cost
                     yield run.event_of("tool_call", data)
                     started, result, token = time.monotonic(), None, None
                     if tracker is not None:  # the phase's whitelist, then its shell filter
@@ -246,47 +281,23 @@ class ReActEngine:
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
 
-    async def _query(
-        self, run: RunState, request: ChatRequest | None = None, *, show: bool = True
-    ) -> AsyncIterator[Event]:
-        """One streamed model call; its text goes out as batched token events (unless `show`
-        is False: the reflect call's text is shown whole, in its own event)."""
-        if request is None:  # the run's own context: compressed first when it grew too long
-            due = compression_due(self.compressor, run)
-            if due and (compressed := await compress_run(self.compressor, run)) is not None:
-                yield compressed
-            request = ChatRequest(tuple(run.messages), run.system, run.specs)
-        batcher = DeltaBatcher(self.config.streaming.flush_interval_ms)
-        run.reply, shown, guard = None, False, run.interrupter.guard
+    async def _call(self, run: RunState, request: ChatRequest) -> ChatResponse:
+        """One model call whose text is not shown (a reflect call): its reply, counted."""
+        run.reply, guard = None, run.interrupter.guard
         stream = self.model.stream(request, model=run.task.model)
         try:
             while run.reply is None:
                 try:
                     delta = await guard(anext(stream))
                 except StopAsyncIteration:
-                    raise RuntimeError("the model stream ended without a final response") from None
-                if delta.restart:  # the call is being retried: the text so far is void
-                    batcher.discard()
-                    if shown:
-                        yield run.event("token", step=run.steps, text="", restart=True)
-                        shown = False
-                elif delta.response is not None:
+                    raise RuntimeError(_NO_RESPONSE) from None
+                if delta.response is not None and not delta.restart:
                     run.reply = delta.response
-                elif (text := batcher.push(delta.text)) and show:
-                    shown = True
-                    yield run.event_of("token", {"step": run.steps, "text": text})
-        except Exception:
-            if (rest := batcher.flush()) and show:  # show what did arrive before the failure
-                yield run.event_of("token", {"step": run.steps, "text": rest})
-            raise
         finally:
             if hasattr(stream, "aclose"):
                 await stream.aclose()
-        if (rest := batcher.flush()) and show:
-            yield run.event_of("token", {"step": run.steps, "text": rest})
-        run.usage.add(run.reply.usage)  # in place: the run's own Usage, shared with nothing
-        run.cost += run.reply.cost
-        run.llm_calls += 1
+        _count(run, run.reply)
+        return run.reply
 
     async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
         """A reply without tool calls: the final answer, once it is a complete one and verified."""
@@ -310,9 +321,7 @@ class ReActEngine:
 
     async def _ask(self, run: RunState, request: ChatRequest) -> str:
         """A reflect call: one model call whose text is not streamed out, stripped."""
-        async for _nothing in self._query(run, request, show=False):
-            pass
-        if not (text := run.reply.content.strip()):
+        if not (text := (await self._call(run, request)).content.strip()):
             raise LLMError("the reflect call returned no text")
         return text
 
@@ -342,6 +351,16 @@ class ReActEngine:
             await hook(result)
         except Exception:  # a hook cannot change the outcome of the run (seed 000 KTD-4)
             log.exception("%s raised for task %s", hook.__name__, result.task_id)
+
+
+_NO_RESPONSE = "the model stream ended without a final response"
+
+
+def _count(run: RunState, reply: ChatResponse) -> None:
+    """A model call's reply into the run's totals."""
+    run.usage.add(reply.usage)  # in place: the run's own Usage, shared with nothing
+    run.cost += reply.cost
+    run.llm_calls += 1
 
 
 def _observe(run: RunState, call: ToolCall, result: ToolResult) -> str:

@@ -60,13 +60,14 @@ def _shorten(text: str, limit: int = 160) -> str:
 
 class LoopDetector:
     def __init__(self, config: LoopDetectionConfig | None = None):
-        self.config = config or LoopDetectionConfig()
-        size = max(
-            self.config.repeat_threshold,
-            self.config.error_threshold,
-            self.config.alternation_window,
-            self.config.monologue_threshold,
-        )
+        self.config = cfg = config or LoopDetectionConfig()
+        # The thresholds record() reads every step, as plain attributes: a read of a pydantic
+        # model's field goes through its __getattr__ hook, several times the cost of a plain one
+        # (the config is frozen, so these stay its values).
+        self._enabled, self._alternation = cfg.enabled, cfg.alternation_window
+        self._repeats, self._errors = cfg.repeat_threshold, cfg.error_threshold
+        size = max(cfg.repeat_threshold, cfg.error_threshold, cfg.alternation_window,
+                   cfg.monologue_threshold)  # fmt: skip
         self._window: deque[_Entry] = deque(maxlen=size)
         self._warned = False
         # Lengths of the runs that end at the newest entry: same outcome, same failing action,
@@ -83,8 +84,7 @@ class LoopDetector:
         self, action: str | None, observation: str = "", *, error: bool = False
     ) -> LoopVerdict | None:
         """Record one step; returns a verdict when the recent steps form a loop."""
-        cfg = self.config
-        if not cfg.enabled:
+        if not self._enabled:
             return None
         window = self._window
         previous = window[-1] if window else None
@@ -103,10 +103,10 @@ class LoopDetector:
         window.append(entry)
         if (  # the usual step, ruled out at once: _find() would say the same
             action is not None
-            and self._same_outcome < cfg.repeat_threshold
-            and self._same_failure < cfg.error_threshold
-            and cfg.alternation_window >= 3
-            and (len(window) < cfg.alternation_window or window[-3].outcome != outcome)
+            and self._same_outcome < self._repeats
+            and self._same_failure < self._errors
+            and self._alternation >= 3
+            and (len(window) < self._alternation or window[-3].outcome != outcome)
         ):
             self._warned = False
             return None

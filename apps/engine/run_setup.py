@@ -16,6 +16,7 @@ from apps.engine.loop_detection import LoopDetector
 from apps.engine.phases import PhaseTracker
 from apps.engine.prompt import build_system_prompt, canonical_tools
 from apps.engine.run_state import RunState
+from apps.engine.streaming import DeltaBatcher
 
 if TYPE_CHECKING:
     from apps.engine.loop import ReActEngine
@@ -65,6 +66,7 @@ def prepare(engine: ReActEngine, run: RunState, cancel: CancellationToken | None
     if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
         loop_config = _plan_exec_loop_config(loop_config)
     run.detector = LoopDetector(loop_config)
+    run.batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # the model calls' token events
     arm(cfg, run, cancel)
 
 

@@ -17,6 +17,7 @@ from apps.engine.flow import Cancelled, Finished
 from apps.engine.llm.types import ChatResponse, Message, TextBlock, ToolSpec, Usage
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.phases import PhaseTracker
+from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolSet
 
@@ -34,10 +35,12 @@ class RunState:
     system: tuple[TextBlock, ...] = ()
     messages: list[Message] = field(default_factory=list)
     prompt_size: PromptSize = field(default_factory=PromptSize)  # compression's running count
+    compress_above: int | None = None  # the compressor's threshold for the run's model, once known
     max_steps: int = 1
     verify: bool = False
     detector: LoopDetector = field(default_factory=LoopDetector)
     interrupter: Interrupter | None = None
+    batcher: DeltaBatcher = field(default_factory=lambda: DeltaBatcher(0))  # set up with the config
     cleanups: list[Callable[[], object]] = field(default_factory=list)
     seq: int = 0
     steps: int = 0

@@ -66,6 +66,8 @@ def _compile(schema: Any) -> Check:
         return lambda value: True
     if not isinstance(schema, dict) or not set(schema) <= KNOWN:
         raise Unsupported
+    if schema.get("type") == "object" and set(schema) - ANNOTATIONS - {"type"} <= OBJECT_KEYWORDS:
+        return _object_check(schema, strict=True)  # a tool's usual schema: one function
     checks: list[Check] = []
     if "type" in schema:
         names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
@@ -133,8 +135,12 @@ def _array_checks(schema: dict) -> list[Check]:
 
 
 def _object_checks(schema: dict) -> list[Check]:
-    if not OBJECT_KEYWORDS & set(schema):
-        return []
+    return [_object_check(schema)] if OBJECT_KEYWORDS & set(schema) else []
+
+
+def _object_check(schema: dict, *, strict: bool = False) -> Check:
+    """The object keywords' check; `strict`: the schema's type is "object" (and this is its
+    only check): anything but a dict fails it, as the type check would."""
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
@@ -147,7 +153,7 @@ def _object_checks(schema: dict) -> list[Check]:
 
     def check(value: Any) -> bool:
         if type(value) is not dict:
-            return True
+            return not strict
         for name in needed:
             if name not in value:
                 return False
@@ -160,7 +166,7 @@ def _object_checks(schema: dict) -> list[Check]:
                 return False
         return True
 
-    return [check]
+    return check
 
 
 def _bound(schema: dict, keyword: str) -> int | None:

@@ -21,15 +21,30 @@ class DeltaBatcher:
         self._pending: list[str] = []
         self._last_flush: float | None = None  # None until the first flush: it is never delayed
 
+    def begin(self) -> DeltaBatcher:
+        """Start batching a new stream (one batcher serves a run's model calls in turn): nothing
+        held, and its first chunk goes out at once. Returns the batcher."""
+        self._pending.clear()
+        self._last_flush = None
+        return self
+
     def push(self, text: str) -> str | None:
         """Add a chunk; returns the text to emit now, or None to keep holding it. An empty chunk
         (a keep-alive) only lets held text out when its interval is over."""
+        pending = self._pending
+        if not pending:  # nothing held: the chunk goes out now, or is the first one held
+            if not text:
+                return None
+            now = self._clock()
+            if self._last_flush is not None and now - self._last_flush < self._interval:
+                pending.append(text)
+                return None
+            self._last_flush = now
+            return text
         if text:
-            self._pending.append(text)
-        if not self._pending:
-            return None
+            pending.append(text)
         now = self._clock()
-        if self._last_flush is not None and now - self._last_flush < self._interval:
+        if now - self._last_flush < self._interval:
             return None
         self._last_flush = now
         return self._take()

@@ -42,13 +42,14 @@ class ToolResult:
     error_code: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
 
+    # Positional: a tool makes one per call, and keywords cost the generated __init__ more.
     @classmethod
     def success(cls, output: str, **data: Any) -> ToolResult:
-        return cls(ok=True, output=output, data=data)
+        return cls(True, output, None, None, data)
 
     @classmethod
     def failure(cls, error_code: str, error: str, output: str = "", **data: Any) -> ToolResult:
-        return cls(ok=False, output=output, error=error, error_code=error_code, data=data)
+        return cls(False, output, error, error_code, data)
 
     def as_dict(self) -> dict[str, Any]:
         return {

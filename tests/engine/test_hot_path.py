@@ -72,6 +72,18 @@ def test_a_trusted_event_is_the_validated_event():
     assert trusted.model_copy(update={"seq": 4}).seq == 4 and trusted.seq == 3
 
 
+def test_trusted_events_share_a_fields_set_that_copies_do_not_change():
+    now = datetime.now(UTC)
+    first, second = (Event.trusted("token", 1, seq, now, {"text": "a"}) for seq in (1, 2))
+    assert first.model_fields_set is second.model_fields_set  # one set for all of them
+    copied = first.model_copy(update={"seq": 9})
+    copied_deep = second.model_copy(deep=True)
+    assert copied.model_fields_set is not first.model_fields_set
+    assert copied_deep.model_fields_set is not second.model_fields_set
+    assert first.model_fields_set == second.model_fields_set == set(Event.model_fields)
+    assert first.model_dump(exclude_unset=True) == first.model_dump()
+
+
 def test_sorted_arguments_are_the_sorted_json_of_each_call_asked_again_or_in_turn():
     first = ToolCall("a", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})
     twin = ToolCall("b", "shell", {"z": 1, "a": ["ü", {"b": 2, "a": 1}]})  # equal, not the same

@@ -171,3 +171,25 @@ async def test_invalid_arguments_get_the_full_validators_message():
     wrong = await tools.safe_execute("note", {"text": 3})
     assert wrong.error_code == "tool_call_invalid" and "is not of type 'string'" in wrong.error
     assert (await tools.safe_execute("note", {"text": "ok"})).output == "ok"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(schema_and_valid=st.sampled_from(CHECKED), value=JSON)
+def test_an_object_schemas_one_function_check_refuses_what_the_validator_refuses(
+    schema_and_valid, value
+):
+    """A schema of type "object" with only object keywords compiles to one function, its type
+    test inside (schema_check._object_check, strict): on any JSON value (not an object, or an
+    object of any keys and values) it says yes only where the full validator does."""
+    schema, _ = schema_and_valid
+    if compile_check(schema)(value):
+        assert Draft202012Validator(schema).is_valid(value), (schema, value)

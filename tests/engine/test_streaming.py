@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from apps.engine.streaming import DeltaBatcher
 
 
@@ -28,6 +31,18 @@ def test_chunks_within_the_interval_are_held_then_emitted_together():
     assert batcher.push("c") is None
     clock.now += 0.021  # 51 ms since the last flush
     assert batcher.push("d") == "bcd"
+
+
+def test_begin_starts_a_new_stream_whose_first_chunk_goes_out_at_once():
+    clock = FakeClock()
+    batcher = DeltaBatcher(50, clock=clock)
+    assert batcher.push("a") == "a"
+    clock.now += 0.001
+    assert batcher.push("b") is None  # held: the interval is not over
+    assert batcher.begin() is batcher  # a new model call (the engine flushed or dropped "b")
+    assert batcher.flush() is None  # nothing held over from the last stream
+    clock.now += 0.001
+    assert batcher.push("c") == "c"  # not held although the interval is not over
 
 
 def test_remainder_is_flushed_at_the_end_of_the_stream():
@@ -80,6 +95,63 @@ def test_no_character_is_lost_or_reordered_over_a_long_irregular_stream():
     assert "".join(out) == "".join(chunks)
     elapsed_ms = (clock.now - 100.0) * 1000
     assert len(out) <= elapsed_ms / 50 + 2
+
+
+class ReferenceBatcher:
+    """The batching rule as first written (every chunk held, then joined): DeltaBatcher.push's
+    shortcut for a chunk when nothing is held must give exactly what this gives."""
+
+    def __init__(self, interval_ms: int, clock) -> None:
+        self.interval, self.clock, self.pending, self.last = interval_ms / 1000, clock, [], None
+
+    def push(self, text: str) -> str | None:
+        if text:
+            self.pending.append(text)
+        if not self.pending:
+            return None
+        now = self.clock()
+        if self.last is not None and now - self.last < self.interval:
+            return None
+        self.last = now
+        return self.take()
+
+    def flush(self) -> str | None:
+        return self.take() if self.pending else None
+
+    def take(self) -> str:
+        text = "".join(self.pending)
+        self.pending.clear()
+        return text
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    interval=st.sampled_from([0, 1, 50, 200]),
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["push", "push", "push", "flush", "discard", "begin"]),
+            st.sampled_from(["", "a", "bc", " "]),
+            st.integers(0, 120),  # ms the clock moves before the operation
+        ),
+        max_size=60,
+    ),
+)
+def test_push_gives_what_the_reference_rule_gives(interval, ops):
+    clock = FakeClock()
+    batcher, reference = DeltaBatcher(interval, clock=clock), ReferenceBatcher(interval, clock)
+    for op, text, advance in ops:
+        clock.now += advance / 1000
+        if op == "push":
+            assert batcher.push(text) == reference.push(text)
+        elif op == "flush":
+            assert batcher.flush() == reference.flush()
+        elif op == "discard":
+            batcher.discard()
+            reference.pending.clear()
+        else:  # a new model call
+            batcher.begin()
+            reference = ReferenceBatcher(interval, clock)
+    assert batcher.flush() == reference.flush()
 
 
 # ── through the engine, in real time ─────────────────────────────────────────────────────────
