@@ -76,7 +76,7 @@ def warm_up() -> None:
     httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
 
     try:
-        Sandbox.from_config(agent_config().sandbox)  # the probes are cached per process
+        Sandbox.shared(agent_config().sandbox)  # the probes; the tasks' shared sandbox
     except Exception:  # no usable sandbox: the task reports it with advice when it runs
         log.info("sandbox probe at start-up failed", exc_info=True)
 

@@ -121,7 +121,11 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["user", "-created_at"])]
+        indexes = [
+            models.Index(fields=["user", "-created_at"]),
+            # The re-send check of every created task (services.task_create).
+            models.Index(fields=["user", "client_msg_id"], name="tasks_task_user_client_msg"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.pk} {self.goal[:40]}"

@@ -198,7 +198,7 @@ def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
             f"the workspace directory {root} does not exist",
             ["Create it, or fix the workspace's root directory in admin."],
         )
-    sandbox = Sandbox.from_config(config.sandbox)
+    sandbox = Sandbox.shared(config.sandbox)  # made once per loaded configuration
     return ToolContext(
         root=root,
         sandbox=sandbox,

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import functools
+
+from django.db import connection
 from django.db.models import QuerySet
 
-from apps.tasks.models import Workspace
+from apps.tasks.models import Task, Workspace
 
 
 def workspaces_for_user(*, user) -> QuerySet[Workspace]:
@@ -19,6 +22,40 @@ def workspace_for_user(*, user, ref) -> Workspace | None:
     if isinstance(ref, str) and ref:
         return workspaces.filter(name=ref).first()
     return None
+
+
+@functools.cache
+def _sql(kind: str) -> str:
+    """The start path's two lookups as plain statements, built once: every socket's task runs
+    them, and the ORM's compilation of a filtered query costs more than SQLite's answer."""
+    qn = connection.ops.quote_name
+    if kind == "member":
+        through = Workspace.members.through._meta
+        workspace, user = (qn(through.get_field(name).column) for name in ("workspace", "user"))
+        return (
+            f"SELECT 1 FROM {qn(through.db_table)} WHERE {workspace} = %s AND {user} = %s LIMIT 1"
+        )
+    meta = Task._meta
+    return (  # the tasks_task_user_client_msg index (migration 0007)
+        f"SELECT {qn(meta.pk.column)} FROM {qn(meta.db_table)} "
+        f"WHERE {qn(meta.get_field('user').column)} = %s "
+        f"AND {qn(meta.get_field('client_msg_id').column)} = %s "
+        f"ORDER BY {qn(meta.pk.column)} LIMIT 1"
+    )
+
+
+def is_workspace_member(*, workspace_id: int, user_id: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_sql("member"), (workspace_id, user_id))
+        return cursor.fetchone() is not None
+
+
+def task_id_for_message(*, user_id: int, client_msg_id: str) -> int | None:
+    """The user's task first created for `client_msg_id` (a re-sent message), else None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_sql("resent"), (user_id, client_msg_id[:100]))
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def task_for_user(*, user, task_id):

@@ -13,6 +13,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from apps.tasks import selectors
 from apps.tasks.models import FINAL_STATUSES, ApiToken, Conversation, Task, Workspace
 
 logger = logging.getLogger(__name__)
@@ -250,10 +251,8 @@ def task_create(
         workspace = continued.workspace
     if workspace is None:
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    # The membership row itself: the related manager `workspace.members` costs more to build
-    # than the query (every socket's task creation checks it).
-    member = Workspace.members.through.objects.filter(workspace_id=workspace.pk, user_id=user.pk)
-    if not member.exists():
+    # The membership row itself, one prepared statement (every socket's task creation asks).
+    if not selectors.is_workspace_member(workspace_id=workspace.pk, user_id=user.pk):
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     limit = max_message_chars()
     if len(text) > limit:
@@ -263,10 +262,10 @@ def task_create(
             {"error_code": "message_too_long"},
         )
     with transaction.atomic():
-        if client_msg_id:
-            existing = Task.objects.filter(user=user, client_msg_id=client_msg_id).first()
-            if existing is not None:
-                return existing
+        if client_msg_id:  # indexed, and no ORM query to compile for the usual "no"
+            resent = selectors.task_id_for_message(user_id=user.pk, client_msg_id=client_msg_id)
+            if resent is not None:
+                return Task.objects.select_related("workspace").get(pk=resent)
         routing = route_message(text=text, mode=mode, skill=skill, config=config)
         opens = continued is None
         if opens:

@@ -41,3 +41,13 @@ def test_bad_sandbox_settings_are_refused_with_the_field_named():
         SandboxConfig(require=["no_such_property"])
     with pytest.raises(ValidationError, match="processes"):
         SandboxConfig(limits={"processes": 1})
+
+
+def test_the_shared_sandbox_is_made_once_per_configuration_object():
+    config = SandboxConfig(mode="off", timeout_seconds=7)
+    shared = Sandbox.shared(config)
+    assert Sandbox.shared(config) is shared and shared.timeout_seconds == 7
+    reloaded = SandboxConfig(mode="off", timeout_seconds=9)  # equal or not: a new object
+    assert Sandbox.shared(reloaded) is not shared
+    assert Sandbox.shared(reloaded).timeout_seconds == 9
+    assert Sandbox.shared(reloaded) is Sandbox.shared(reloaded)

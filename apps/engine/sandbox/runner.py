@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Sandbox.shared: the configuration object and the sandbox made from it.
+_shared: tuple[SandboxConfig, Sandbox] | None = None
+
 
 class Sandbox:
     """Runs commands confined to their workspace. Create once (detection is cached per process);
@@ -154,6 +157,20 @@ class Sandbox:
         }
         options.update(overrides)
         return cls(**options)
+
+    @classmethod
+    def shared(cls, config: SandboxConfig) -> Sandbox:
+        """`from_config(config)`, made once per configuration object (the server loads its
+        configuration once): a task's start builds no new one — the PATH look-ups and property
+        checks cost ~2 ms of the event loop per task. A new configuration (a reload) gets a new
+        sandbox; one that cannot be made is not remembered (it raises again)."""
+        global _shared
+        held = _shared
+        if held is not None and held[0] is config:
+            return held[1]
+        sandbox = cls.from_config(config)
+        _shared = (config, sandbox)
+        return sandbox
 
     @property
     def available(self) -> bool:

@@ -6,9 +6,11 @@ outcome filled in when the task ends; admin compares the candidate with the acti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Avg, Count, Q
 
 from apps.engine.config import EvolutionConfig
@@ -32,22 +34,41 @@ def prompt_for_task(*, task: Task, config: EvolutionConfig) -> str:
     if task.mode == "direct_chat":
         return ""
     kind, name = target_of(task)
-    versions = PromptVersion.objects.filter(
-        workspace_id=task.workspace_id,
-        target_kind=kind,
-        target_name=name,
-        status__in=[PromptStatus.ACTIVE, PromptStatus.APPROVED],
-    ).order_by("-created_at", "-id")
-    active = next((v for v in versions if v.status == PromptStatus.ACTIVE), None)
-    candidate = next((v for v in versions if v.status == PromptStatus.APPROVED), None)
+    with connection.cursor() as cursor:  # every task start asks; most find none
+        cursor.execute(_runnable_sql(), (task.workspace_id, kind, name, *_RUNNABLE))
+        rows = cursor.fetchall()  # (id, status), newest first
+    active = next((pk for pk, status in rows if status == PromptStatus.ACTIVE), None)
+    candidate = next((pk for pk, status in rows if status == PromptStatus.APPROVED), None)
     if candidate is not None and ab_sampled(task.pk, config.ab_share):
         chosen, arm = candidate, PromptRun.Arm.CANDIDATE
     elif active is not None:
         chosen, arm = active, PromptRun.Arm.ACTIVE
     else:
         return ""
+    chosen = PromptVersion.objects.get(pk=chosen)
     PromptRun.objects.update_or_create(task=task, defaults={"version": chosen, "arm": arm})
     return chosen.text
+
+
+_RUNNABLE = (PromptStatus.ACTIVE.value, PromptStatus.APPROVED.value)
+
+
+@functools.cache
+def _runnable_sql() -> str:
+    """The ids and statuses of a target's runnable versions, newest first: a statement built
+    once, not an ORM query compiled at every task start."""
+    qn = connection.ops.quote_name
+    meta = PromptVersion._meta
+    column = {
+        name: qn(meta.get_field(name).column)
+        for name in ("id", "workspace", "target_kind", "target_name", "status", "created_at")
+    }
+    return (
+        f"SELECT {column['id']}, {column['status']} FROM {qn(meta.db_table)} "
+        f"WHERE {column['workspace']} = %s AND {column['target_kind']} = %s "
+        f"AND {column['target_name']} = %s AND {column['status']} IN (%s, %s) "
+        f"ORDER BY {column['created_at']} DESC, {column['id']} DESC"
+    )
 
 
 def prompt_run_finish(*, task_id: int, outcome: str) -> None:
