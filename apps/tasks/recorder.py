@@ -221,7 +221,7 @@ class EventRecorder:
         await write_events(self.task_id, batch)
         self.flushes += 1
         messages = [event.message for event in batch]
-        deliver_local(self.task_id, messages)  # this process's sockets: at once
+        await deliver_local(self.task_id, messages)  # this process's sockets: at once
         # The channel layer (other processes' sockets), in order, off the flush path: queued
         # with the other tasks' batches of this loop and sent in one round trip.
         if self._publisher is None:
