@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
@@ -18,6 +19,8 @@ from django.conf import settings
 from apps.tasks import executors, selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
+
+log = logging.getLogger(__name__)
 
 # Database work of sockets runs on the shared thread pool, not on Django's one thread-sensitive
 # thread: 50 sockets creating tasks at once would otherwise queue behind each other and behind
@@ -73,13 +76,28 @@ def local_run_ended(task_id: int) -> None:
             consumer.loop.create_task(consumer._join_group(task_id, unless_finished=True))
 
 
-def deliver_local(task_id: int, events: list[dict]) -> None:
-    """Give a committed batch to this process's sockets following the task (runner, same loop)."""
+async def deliver_local(task_id: int, events: list[dict]) -> None:
+    """Give a committed batch to this process's sockets following the task (runner, same loop).
+    A socket with no delivery in progress or queued gets it right here: its send does not wait
+    (the server writes the frame at once, agentkit_site/serving.py), so the frame leaves a loop
+    pass sooner than from a task of its own, and no task is made. Otherwise the batch queues
+    behind those deliveries as a task, so batches still reach the socket in order."""
     if task_id in _local_runs:
         _local_delivered[task_id] = events[-1]["seq"]
+    loop = asyncio.get_running_loop()
+    message = {"events": events}
     for consumer in list(_followers.get(task_id, ())):
-        if consumer.loop is asyncio.get_running_loop():
-            consumer.loop.create_task(consumer.task_events({"events": events}))
+        if consumer.loop is not loop:
+            continue
+        if consumer.queued_deliveries or consumer.delivery.locked():
+            queued = loop.create_task(consumer.task_events(message))
+            consumer.queued_deliveries.add(queued)  # referenced until done; keeps later ones queued
+            queued.add_done_callback(consumer.queued_deliveries.discard)
+            continue
+        try:
+            await consumer.task_events(message)
+        except Exception:  # this socket's failure is not the run's
+            log.exception("delivering events of task %s to a socket failed", task_id)
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -109,6 +127,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.batch_frames = "batch" in query.get("frames", ())
         self.outbox: list[dict] = []  # events to send when the delivery in progress ends
+        self.queued_deliveries: set[asyncio.Task] = set()  # deliver_local's batches as tasks
         await self.accept()
         self.catch_up = asyncio.create_task(self._catch_up_loop())
 

@@ -18,6 +18,11 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
   task writes at most one transaction per window; while a write is in flight, events queue for
   the next one (with a window of 0 that is all the batching: under load a batch grows instead of
   the queue of single-row writes);
+- except `token` events (PACED): the engine's DeltaBatcher already held their text for the window,
+  so they are not held a second time; a flush starts as soon as no write is in flight. (The two
+  windows start at different moments, the engine's when it read a chunk, this one when the
+  previous flush started a loop turn or more later, so a second hold would add that lag, up to
+  tens of ms under load, to the chunks already held longest.)
 - events that change the task's status or that a user must see at once (`IMMEDIATE`) are written,
   with everything queued before them, before `record()` returns, so status and events never
   disagree;
@@ -65,6 +70,7 @@ IMMEDIATE = frozenset(
     }
 )
 DURABLE_STEPS = IMMEDIATE | {"tool_result"}  # the set of a resumable run (see above)
+PACED = frozenset({"token"})  # held for the window by the engine already: not held again here
 MAX_QUEUED = 500  # back-pressure: past this many unwritten events, record() waits for a flush
 BROADCAST_MAX_EVENTS = 100  # events per channel-layer message
 
@@ -172,7 +178,7 @@ class EventRecorder:
         try:
             while self._queued:
                 delay = self._last_flush + self.window - time.monotonic()
-                if delay > 0:
+                if delay > 0 and self._queued[-1].type not in PACED:
                     await asyncio.sleep(delay)
                 await self.flush()
         except Exception as exc:  # the events stay queued; the next record() raises
@@ -215,7 +221,7 @@ class EventRecorder:
         await write_events(self.task_id, batch)
         self.flushes += 1
         messages = [event.message for event in batch]
-        deliver_local(self.task_id, messages)  # this process's sockets: at once
+        await deliver_local(self.task_id, messages)  # this process's sockets: at once
         # The channel layer (other processes' sockets), in order, off the flush path: queued
         # with the other tasks' batches of this loop and sent in one round trip.
         if self._publisher is None:

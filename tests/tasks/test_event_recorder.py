@@ -109,6 +109,21 @@ async def test_a_react_runs_tool_result_waits_for_its_window(tmp_path):
     assert await sync_to_async(_stored)(task.pk) == [(1, "task_started"), (2, "tool_result")]
 
 
+async def test_a_token_is_not_held_for_the_recorders_window_again(tmp_path):
+    # The engine's DeltaBatcher held the token's text for the window already: it is written as
+    # soon as no write is in flight, even a moment after the last flush (a tool_result waits:
+    # the test above).
+    (task,) = await sync_to_async(_tasks)(tmp_path)
+    recorder = EventRecorder(task, flush_interval_ms=60_000)
+    await recorder.record("task_started", {"mode": "react"})
+    await recorder.record("token", {"step": 1, "text": "w0 "})
+    async with asyncio.timeout(30):  # far below the 60 s window
+        while recorder.flushes < 2:
+            await asyncio.sleep(0.01)
+    assert await sync_to_async(_stored)(task.pk) == [(1, "task_started"), (2, "token")]
+    await recorder.aclose()
+
+
 async def test_a_cancelled_run_loses_no_event_it_recorded(tmp_path):
     (task,) = await sync_to_async(_tasks)(tmp_path)
     recorder = EventRecorder(task, flush_interval_ms=60_000)

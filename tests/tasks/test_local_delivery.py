@@ -120,3 +120,34 @@ async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_th
             break
     assert [seq for seq, _ in await _frames(communicator, 2)] == [1, 2]
     await communicator.disconnect()
+
+
+async def test_batches_queued_behind_a_delivery_in_progress_keep_their_order(people):  # noqa: F811
+    # A socket with nothing in progress gets a batch right in the flush (deliver_local awaits its
+    # send); one busy with a delivery (a replay, say) gets the batches queued behind it, in order.
+    from apps.tasks import consumers
+
+    task = await sync_to_async(make_task)(people["alice"], people["alpha"])
+    communicator = await open_socket(people["alice"])
+    await communicator.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
+    assert await communicator.receive_nothing(timeout=0.2)
+    (consumer,) = consumers._followers[task.pk]
+    recorder = await _recorder(task.pk)
+    recorder.layer = InMemoryChannelLayer()  # a layer nobody listens on: only local delivery
+    await recorder.record("task_started", {})
+    assert await _frames(communicator, 1, timeout=1) == [(1, "task_started")]  # at once
+    async with consumer.delivery:  # a delivery in progress
+        for i in range(3):
+            await recorder.record("token", {"step": 1, "text": str(i)})
+            await recorder.flush()
+        assert len(consumer.queued_deliveries) == 3
+        assert await communicator.receive_nothing(timeout=0.1)
+    await recorder.record("task_finished", {"status": "completed"})  # behind the queued ones
+    await recorder.aclose()
+    assert await _frames(communicator, 4, timeout=2) == [
+        (2, "token"),
+        (3, "token"),
+        (4, "token"),
+        (5, "task_finished"),
+    ]
+    await communicator.disconnect()
