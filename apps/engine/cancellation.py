@@ -70,9 +70,6 @@ def _discard(awaitable: Awaitable[object]) -> None:
 class Interrupter:
     """One per run, created inside the running event loop."""
 
-    # slots: guard() reads and writes them around every wait (several a step)
-    __slots__ = ("_cancelled_task", "_cause", "_loop", "_thread", "_waiting")
-
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()

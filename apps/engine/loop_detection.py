@@ -59,10 +59,6 @@ def _shorten(text: str, limit: int = 160) -> str:
 
 
 class LoopDetector:
-    # slots: record() reads and writes several of these every step
-    __slots__ = ("_alternation", "_enabled", "_errors", "_no_action", "_repeats", "_same_failure",
-                 "_same_outcome", "_warned", "_window", "config")  # fmt: skip
-
     def __init__(self, config: LoopDetectionConfig | None = None):
         self.config = cfg = config or LoopDetectionConfig()
         # The thresholds record() reads every step, as plain attributes: a read of a pydantic
