@@ -119,16 +119,20 @@ def estimate_prompt_tokens(
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
+_UNSET = object()
+
+
 class PromptSize:
     """estimate_prompt_tokens of a run's prompt, kept up to date at the cost of what was added:
     the system blocks and tools are measured once, each message once. The run's messages only
     grow between compressions, which put a new list in their place; another list, or a list
     whose counted part changed its length or last message, is measured again from the start."""
 
-    __slots__ = ("_chars", "_counted", "_fixed", "_fixed_of", "_last", "_messages")
+    __slots__ = ("_chars", "_counted", "_fixed", "_last", "_messages", "_system", "_tools")
 
     def __init__(self) -> None:
-        self._fixed_of: tuple[object, object] | None = None
+        self._system: object = _UNSET  # what the fixed part was measured for
+        self._tools: object = _UNSET
         self._fixed = 0
         self._messages: list[Message] | None = None
         self._counted, self._chars, self._last = 0, 0, None
@@ -136,9 +140,9 @@ class PromptSize:
     def tokens(
         self, messages: list[Message], system: Sequence[TextBlock], tools: Sequence[ToolSpec]
     ) -> int:
-        of = self._fixed_of
-        if of is None or of[0] is not system or of[1] is not tools:
-            self._fixed_of, self._fixed = (system, tools), estimate_prompt_chars((), system, tools)
+        if system is not self._system or tools is not self._tools:
+            self._system, self._tools = system, tools
+            self._fixed = estimate_prompt_chars((), system, tools)
         counted, length = self._counted, len(messages)
         if (
             messages is not self._messages
@@ -148,8 +152,8 @@ class PromptSize:
             self._messages, counted, self._chars = messages, 0, 0
         if length > counted:
             chars = self._chars
-            for index in range(counted, length):  # the messages appended since (a step: two)
-                chars += message_chars(messages[index])
+            for message in messages[counted:]:  # the messages appended since (a step: two)
+                chars += message_chars(message)
             self._chars, self._counted, self._last = chars, length, messages[-1]
         return (self._fixed + self._chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 

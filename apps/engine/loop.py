@@ -368,8 +368,7 @@ def _observe(run: RunState, call: ToolCall, result: ToolResult) -> str:
     if result.ok and isinstance(diff := result.data.get("diff"), str) and diff:
         run.edits.append({"path": str(result.data.get("path", "")), "diff": diff})
     observation = result.for_model()
-    is_error = not result.ok
-    run.messages.append(
-        Message("tool", observation, tool_call_id=call.id, name=call.name, is_error=is_error)
-    )
+    # Message("tool", observation, tool_call_id=call.id, name=call.name, is_error=not result.ok),
+    # positionally (a call with keywords costs more; one a step)
+    run.messages.append(Message("tool", observation, (), call.id, call.name, not result.ok))
     return observation

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.engine import fallback
+from apps.engine import events, fallback
 from apps.engine.cancellation import Interrupter
 from apps.engine.compressor import PromptSize
 from apps.engine.events import Event, EventType
@@ -21,7 +21,10 @@ from apps.engine.streaming import DeltaBatcher
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolSet
 
-_trusted = Event.trusted  # bound once: events are made several times a step
+# RunState.event_of makes Event.trusted's events inline, with its names bound here: several events
+# a step, each without the classmethod's call and look-ups (tests/engine/test_hot_path.py)
+_new, _now, _TRUSTED_FIELDS = object.__new__, datetime.now, events.TRUSTED_FIELDS
+_set_dict, _set_fields, _set_extra, _set_private = events.TRUSTED_SETTERS
 
 
 @dataclass(eq=False, slots=True)
@@ -60,13 +63,22 @@ class RunState:
     original_error: str | None = None  # Emergency: the failure's own text (owner only)
 
     def event(self, type: EventType, **data: Any) -> Event:
-        self.seq += 1  # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
-        return _trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+        # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
+        return self.event_of(type, data)
 
     def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
-        """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
-        self.seq += 1
-        return _trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+        """event(type, **data) without copying `data`: a fresh dict the caller gives away.
+        `Event.trusted(type, task_id, seq, now, data)`, written out (the loop's hot path)."""
+        self.seq = seq = self.seq + 1
+        event = _new(Event)
+        ts = _now(UTC)
+        _set_dict(
+            event, {"type": type, "task_id": self.task.task_id, "seq": seq, "ts": ts, "data": data}
+        )
+        _set_fields(event, _TRUSTED_FIELDS)
+        _set_extra(event, None)
+        _set_private(event, None)
+        return event
 
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.engine.cancellation import CancellationToken, Interrupter
+from apps.engine.cancellation import CancellationToken, Interrupter, task_of
 
 
 class Stop(Exception):
@@ -121,3 +121,23 @@ def test_unsubscribed_listener_is_not_called():
     token.subscribe(seen.append)()
     token.cancel()
     assert seen == []
+
+
+async def test_task_of_answers_what_current_task_answers_in_and_outside_tasks():
+    loop = asyncio.get_running_loop()
+
+    async def in_a_task() -> tuple[object, object]:
+        await asyncio.sleep(0)
+        return task_of(loop), asyncio.current_task(loop)
+
+    pairs = await asyncio.gather(*(in_a_task() for _ in range(3)))
+    assert all(mine is theirs is not None for mine, theirs in pairs)
+    assert len({id(mine) for mine, _ in pairs}) == 3  # each its own task
+    outside = loop.create_future()  # a callback of the loop runs in no task
+    loop.call_soon(lambda: outside.set_result((task_of(loop), asyncio.current_task(loop))))
+    assert await outside == (None, None)
+    other = asyncio.new_event_loop()  # a loop that is not running: no task of its own
+    try:
+        assert task_of(other) is asyncio.current_task(other) is None
+    finally:
+        other.close()

@@ -72,6 +72,25 @@ def test_a_trusted_event_is_the_validated_event():
     assert trusted.model_copy(update={"seq": 4}).seq == 4 and trusted.seq == 3
 
 
+def test_a_run_states_events_are_the_validated_events_numbered_in_order():
+    run = RunState(AgentTask(task_id="t-9", goal="go"))
+    before = datetime.now(UTC)
+    first = run.event("task_started", mode="react")
+    data = {"step": 1, "text": "Hello"}
+    second = run.event_of("token", data)
+    after = datetime.now(UTC)
+    for event, seq, kind, payload in ((first, 1, "task_started", {"mode": "react"}),
+                                      (second, 2, "token", data)):  # fmt: skip
+        assert before <= event.ts <= after and event.ts.tzinfo is UTC
+        validated = Event(type=kind, task_id="t-9", seq=seq, ts=event.ts, data=payload)
+        assert event == validated and repr(event) == repr(validated)
+        assert event.model_dump_json() == validated.model_dump_json()
+        assert event.model_fields_set == validated.model_fields_set
+        assert event.__pydantic_extra__ is None and event.__pydantic_private__ is None
+        assert event.model_copy(update={"seq": 7}).seq == 7 and event.seq == seq
+    assert second.data is data and run.seq == 2
+
+
 def test_trusted_events_share_a_fields_set_that_copies_do_not_change():
     now = datetime.now(UTC)
     first, second = (Event.trusted("token", 1, seq, now, {"text": "a"}) for seq in (1, 2))
