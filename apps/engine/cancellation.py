@@ -11,6 +11,7 @@ cancellation of the same task still propagates untouched. Between waits, `check(
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from asyncio import current_task
 from collections.abc import Awaitable, Callable
@@ -18,13 +19,14 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-try:  # `current_task(loop)` without its call: on Python 3.11 a Python function that reads this
-    # dict (asyncio/tasks.py); guard() asks it at every wait, several a step (the loop's hot path)
+# `current_task(loop)` without its call: on Python 3.11 it is a Python function that reads this
+# dict (asyncio/tasks.py); guard() asks it at every wait, several a step (the loop's hot path).
+# From 3.12 it is C, and later versions keep the current task elsewhere: the public function.
+task_of = current_task
+if sys.version_info[:2] == (3, 11):
     from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
 
     task_of = _current_tasks.get
-except ImportError:  # an asyncio without the dict: the public function, the same answer
-    task_of = current_task
 
 
 class CancellationToken:
