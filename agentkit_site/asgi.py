@@ -27,7 +27,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
-from agentkit_site.serving import tune_websocket_stack  # noqa: E402
+from agentkit_site.serving import settle_heap, tune_websocket_stack  # noqa: E402
 from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django set up first)
 
 tune_websocket_stack()  # no per-handshake debug formatting in autobahn (serving.py)
@@ -40,3 +40,5 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+settle_heap()  # last: the channel layer built, the start-up heap frozen (serving.py)

@@ -15,9 +15,21 @@ the serving loop had ready (bench/streaming.py). `write_at_once` sends at once w
 buffered and keeps Twisted's path for the rest: a partial send buffers the remainder, anything
 already buffered keeps the bytes in order behind it, and a failed send leaves the bytes to
 Twisted's own write, whose next pass meets the error and closes the connection as before.
+
+`settle_heap` runs last at start-up. The channel layer is built then (its serializer imports
+msgpack and cryptography), not at the first socket. And the ~130,000 objects that start-up
+left (modules, classes, functions, the config) are moved out of the garbage collector's
+reach: a full collection walked all of them, 30 ms on a quiet machine and up to 90 ms with 50
+tasks streaming, and the serving loop — every socket — stood still meanwhile. Collections now
+walk only what was allocated since.
 """
 
 from __future__ import annotations
+
+import gc
+import logging
+
+log = logging.getLogger(__name__)
 
 
 def quick_format(obj: object) -> str:
@@ -66,3 +78,16 @@ def _tune_twisted_tcp() -> None:
         return
     if not getattr(tcp.Connection.write, "at_once", False):
         tcp.Connection.write = write_at_once(tcp.Connection.write)
+
+
+def settle_heap() -> None:
+    """The last step of start-up (asgi.py): build what the first socket would, then freeze the
+    start-up heap (`gc.freeze`: never collected, never walked again)."""
+    try:
+        from channels.layers import get_channel_layer
+
+        get_channel_layer()  # builds the layer (no connection yet): its imports happen now
+    except Exception:  # a broken layer setting: the first socket reports it, as before
+        log.warning("channel layer could not be built at start-up", exc_info=True)
+    gc.collect()  # what start-up left as garbage goes now, not frozen forever
+    gc.freeze()

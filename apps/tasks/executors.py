@@ -74,6 +74,9 @@ def warm_up() -> None:
     from apps.engine.llm.gateway import tls_context
 
     httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
+    # httpcore's pool loads anyio's asyncio backend (~30 modules, 20 ms) at its first request
+    # on a loop: without this, the first task's model call does it on the serving loop.
+    import anyio._backends._asyncio  # noqa: F401
 
     try:
         Sandbox.shared(agent_config().sandbox)  # the probes; the tasks' shared sandbox
