@@ -219,6 +219,12 @@ def event_writer() -> EventWriter:
         return _writer
 
 
+def submit_events(task_id: int, events: list[TaskEvent]) -> asyncio.Future:
+    """Hand one task's batch to the writer thread now (from a loop); the future resolves once it
+    is committed (or with what the write raised)."""
+    return event_writer().submit_on_loop(task_id, events)
+
+
 async def write_events(task_id: int, events: list[TaskEvent]) -> None:
     """Commit one task's batch (with whatever other tasks submitted meanwhile) and return once
     it is committed; raises what the write raised."""

@@ -23,6 +23,8 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
   windows start at different moments, the engine's when it read a chunk, this one when the
   previous flush started a loop turn or more later, so a second hold would add that lag, up to
   tens of ms under load, to the chunks already held longest.)
+- a flush due at once is started by record() itself when it can be (`_start_now`): the writer
+  thread has the batch before record() returns;
 - events that change the task's status or that a user must see at once (`IMMEDIATE`) are written,
   with everything queued before them, before `record()` returns, so status and events never
   disagree;
@@ -48,7 +50,7 @@ from django.utils import timezone
 from apps.engine.config import AgentkitConfig, StreamingConfig
 from apps.specs.checkpoints import RESUMABLE_MODES
 from apps.tasks.consumers import deliver_local, task_group
-from apps.tasks.event_writer import write_events
+from apps.tasks.event_writer import submit_events
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
 from apps.tasks.group_publish import group_publisher
 from apps.tasks.models import Task, TaskEvent
@@ -110,6 +112,8 @@ class EventRecorder:
             "conversation": task.conversation_id,
         }
         self.finished = False
+        # The status the committed task_finished row gave the task (None until it committed).
+        self.final_written: str | None = None
         self.immediate = DURABLE_STEPS if task.mode in RESUMABLE_MODES else IMMEDIATE
         self.layer = get_channel_layer()
         self.window = (
@@ -145,7 +149,12 @@ class EventRecorder:
             self.finished = True
         if kind in self.immediate or len(self._queued) >= MAX_QUEUED:
             await self.flush()
-        else:
+            if kind == "task_finished":
+                self.final_written = data.get("status")
+        elif not (
+            (kind in PACED or time.monotonic() - self._last_flush >= self.window)
+            and self._start_now()
+        ):
             self._schedule()
         return message
 
@@ -185,16 +194,36 @@ class EventRecorder:
             log.exception("writing events of task %s failed", self.task_id)
             self._failure = exc
 
+    def _start_now(self) -> bool:
+        """A flush due now, started from record() itself when no flush holds the lock and the
+        write in flight, if any, has committed: the writer thread has the batch before record()
+        returns, two loop passes (a flush task's first step, the commit task's) sooner. Else
+        False: a flush task does it (and settles a failed write)."""
+        if self._lock.locked():
+            return False
+        if self._inflight is not None:
+            future = self._inflight[0]
+            if not future.done() or future.cancelled() or future.exception() is not None:
+                return False
+            self._inflight = None  # committed: what _settle() would do
+        self._start_write()
+        return True
+
+    def _start_write(self) -> None:
+        """Hand the queued events to the writer now; the rest of the flush runs as its own task:
+        if a caller waiting for it is cancelled, the write still completes (never half-known),
+        and the next flush waits for it first."""
+        batch, self._queued = self._queued, []
+        self._last_flush = time.monotonic()
+        written = submit_events(self.task_id, batch)
+        self._inflight = (asyncio.ensure_future(self._commit(batch, written)), batch)
+
     async def _write_queued(self) -> None:
-        """Caller holds the lock. Commit the queued events in one transaction, then broadcast.
-        The write runs as its own task: if the caller is cancelled meanwhile, the write still
-        completes (never half-known), and the next flush waits for it first."""
+        """Caller holds the lock. Commit the queued events in one transaction, then broadcast."""
         await self._settle()
         if not self._queued:
             return
-        batch, self._queued = self._queued, []
-        self._last_flush = time.monotonic()
-        self._inflight = (asyncio.ensure_future(self._commit(batch)), batch)
+        self._start_write()
         await self._settle()
 
     async def _settle(self) -> None:
@@ -216,9 +245,9 @@ class EventRecorder:
             raise
         self._inflight = None
 
-    async def _commit(self, batch: list[TaskEvent]) -> None:
+    async def _commit(self, batch: list[TaskEvent], written: asyncio.Future) -> None:
         # The process's writer thread commits it with the other tasks' waiting batches.
-        await write_events(self.task_id, batch)
+        await written
         self.flushes += 1
         messages = [event.message for event in batch]
         await deliver_local(self.task_id, messages)  # this process's sockets: at once

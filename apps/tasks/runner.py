@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db.models import Q
-from django.utils import timezone
 
 from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
@@ -27,7 +25,6 @@ from apps.engine.llm.gateway import Gateway
 from apps.engine.loop import ReActEngine
 from apps.engine.orchestrator import TeamOrchestrator
 from apps.engine.phase_gate import active_command_filter
-from apps.engine.ports import TaskHooks
 from apps.engine.prompt import read_notes
 from apps.engine.resume import ResumePoint, ResumingPrelude, phase_checkpoint
 from apps.engine.rollback import RollbackExecutor
@@ -35,10 +32,9 @@ from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
-from apps.evolution.services import evolution_schedule, planning_context
+from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
-from apps.specs.services import spec_finish_for_task
 from apps.specs.stage import close_open_reviews, record_missing_resolutions, spec_stage_for
 from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
@@ -49,6 +45,7 @@ from apps.tasks.failure import (
     secrets_of,
 )
 from apps.tasks.history import conversation_history
+from apps.tasks.lifecycle import RunnerHooks, finish_task
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder
@@ -73,61 +70,6 @@ class RunAborted(Exception):
             "suggestions": suggestions or [],
             "retryable": False,
         }
-
-
-def _finish(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
-    # Failure handling: the salvage and the failure's own text (scrubbed) when there are some.
-    extra = {k: v for k, v in (scrubbed or {}).items() if v}
-    # Not final yet, or final as this result: its task_finished row set it (event_writer.py).
-    unfinished = ~Q(status__in=FINAL_STATUSES) | Q(status=result.status)
-    Task.objects.filter(unfinished, pk=task_id).update(
-        **extra,
-        status=result.status,
-        result=result.final,
-        error=result.error.model_dump(mode="json") if result.error else None,
-        usage=result.usage.model_dump(mode="json"),
-        cost=result.cost,
-        finished_at=timezone.now(),
-    )
-    spec_finish_for_task(task_id=task_id, completed=result.ok)  # the executed spec: done/failed
-
-
-class RunnerHooks(TaskHooks):
-    """The engine's lifecycle hooks set the final status (exactly one fires per run; a plan_exec
-    run that gave up after its reflections fires on_task_failed with that status)."""
-
-    def __init__(self, task_id: int, paths: list[str] | None = None, secrets: list[str] = ()):
-        self.task_id = task_id
-        self.paths, self.secrets = paths or [], list(secrets)
-
-    async def on_task_complete(self, result: TaskResult) -> None:
-        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
-
-    async def on_task_failed(self, result: TaskResult) -> None:
-        await sync_to_async(_finish_and_learn, thread_sensitive=False)(
-            self.task_id, result, self._failure_fields(result)
-        )
-
-    def _failure_fields(self, result: TaskResult) -> dict:
-        from apps.engine.fallback import scrub
-
-        original = result.original_error or ""
-        return {
-            "salvage": result.salvage,
-            "original_error": scrub(original, paths=self.paths, secrets=self.secrets),
-        }
-
-    async def on_task_cancelled(self, result: TaskResult) -> None:
-        await sync_to_async(_finish_and_learn, thread_sensitive=False)(self.task_id, result)
-
-    async def on_task_parked(self, result: TaskResult) -> None:
-        # Spec review timed out: the spec and task wait, parked; nothing to learn from yet.
-        await sync_to_async(_finish, thread_sensitive=False)(self.task_id, result)
-
-
-def _finish_and_learn(task_id: int, result: TaskResult, scrubbed: dict | None = None) -> None:
-    _finish(task_id, result, scrubbed)
-    evolution_schedule(task_id=task_id, outcome=result.status)  # never raises
 
 
 def _load(task_id: int) -> Task | None:
@@ -216,6 +158,7 @@ def build_engine(
     gateway: Gateway,
     point: ResumePoint | None = None,
     checkpoints: spec_checkpoints.DatabaseCheckpoints | None = None,
+    recorder: EventRecorder | None = None,
 ) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
     mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
@@ -229,7 +172,9 @@ def build_engine(
     spec_commands = [*ctx.verification_commands, *(skill.verification_commands if skill else ())]
     spec_commands = list(dict.fromkeys(spec_commands))  # a confirmed spec adds its commands
     verifier = answer_verifier(ctx.verifier, ctx.root, spec_commands)
-    hooks = RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config))
+    hooks = RunnerHooks(
+        task.pk, internal_paths(ctx.root), secrets_of(config), mode=task.mode, recorder=recorder
+    )
     stage = spec_stage_for(task, config, gateway, commands=spec_commands)
     if task.mode == "plan_exec":
         if checkpoints is None:
@@ -247,7 +192,9 @@ def build_engine(
     )
 
 
-def build_team(task: Task, config: AgentkitConfig, gateway: Gateway) -> TeamOrchestrator:
+def build_team(
+    task: Task, config: AgentkitConfig, gateway: Gateway, recorder: EventRecorder | None = None
+) -> TeamOrchestrator:
     """team_collab: the spec stage (planner + review gate, as plan_exec's) and the orchestrator,
     whose experts each get an engine like build_engine's (tools rooted in the workspace; the
     verifier, with the confirmed spec's commands, only for the phases that end the spec)."""
@@ -274,7 +221,9 @@ def build_team(task: Task, config: AgentkitConfig, gateway: Gateway) -> TeamOrch
     return TeamOrchestrator(
         engine_for,
         config,
-        hooks=RunnerHooks(task.pk, internal_paths(ctx.root), secrets_of(config)),
+        hooks=RunnerHooks(
+            task.pk, internal_paths(ctx.root), secrets_of(config), mode=task.mode, recorder=recorder
+        ),
         commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
         checkpoints=spec_checkpoints.DatabaseCheckpoints(task_id=task.pk),
         stage=spec_stage_for(task, config, gateway, commands=spec_commands),
@@ -369,9 +318,9 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
             checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
         if task.mode == "team_collab":
-            stream = build_team(task, config, gateway).run(agent_task, cancel=token)
+            stream = build_team(task, config, gateway, recorder).run(agent_task, cancel=token)
         else:
-            engine = build_engine(task, config, gateway, point, checkpoints)
+            engine = build_engine(task, config, gateway, point, checkpoints, recorder)
             stream = engine.run(agent_task, cancel=token)
         if task.mode in spec_checkpoints.RESUMABLE_MODES:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
@@ -432,4 +381,4 @@ async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, starte
 
     result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
     await recorder.record("task_finished", result.event_data())
-    await sync_to_async(_finish, thread_sensitive=False)(task.pk, result)
+    await sync_to_async(finish_task, thread_sensitive=False)(task.pk, result)

@@ -5,10 +5,13 @@ broadcast in order exactly once, 50 concurrent tasks with contiguous seqs."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
+from django.db import connections
 
 from apps.tasks.consumers import task_group
 from apps.tasks.event_writer import event_writer, write_events
@@ -65,20 +68,39 @@ async def test_status_changing_events_are_stored_before_record_returns(tmp_path)
     assert await sync_to_async(_stored)(task.pk) == [(1, "task_started")]
     refreshed = await sync_to_async(Task.objects.get)(pk=task.pk)
     assert refreshed.status == "running" and refreshed.started_at is not None
-    await recorder.record("token", {"step": 1, "text": "a"})
     await recorder.record("tool_call", {"step": 1, "name": "think"})
+    await recorder.record("tool_result", {"step": 1, "name": "think", "ok": True})
     await asyncio.sleep(0.05)
     assert await sync_to_async(_stored)(task.pk) == [(1, "task_started")]  # still queued
     await recorder.record("error", {"step": 1, "fatal": True, "error_struct": {}})
     assert await sync_to_async(_stored)(task.pk) == [
         (1, "task_started"),
-        (2, "token"),
-        (3, "tool_call"),
+        (2, "tool_call"),
+        (3, "tool_result"),
         (4, "error"),
     ]
+    assert recorder.final_written is None
     await recorder.record("task_finished", {"status": "failed"})
-    assert recorder.finished
+    assert recorder.finished and recorder.final_written == "failed"  # committed with that status
     assert await sync_to_async(_last_seq)(task.pk) == 5
+    await recorder.aclose()
+
+
+async def test_a_token_reaches_the_writer_before_record_returns(tmp_path):
+    """A token (its text already held for the window by the engine) is handed to the writer
+    thread by record() itself, not by a flush task the loop would run later: it is committed
+    even while the loop does nothing else."""
+    (task,) = await sync_to_async(_tasks)(tmp_path)
+    recorder = EventRecorder(task, flush_interval_ms=60_000)
+    await recorder.record("task_started", {"mode": "react"})
+    await recorder.record("token", {"step": 1, "text": "a"})
+    with concurrent.futures.ThreadPoolExecutor(1) as reader:  # the loop stays blocked
+        deadline = time.monotonic() + 10
+        while (stored := reader.submit(_stored, task.pk).result()) == [(1, "task_started")]:
+            assert time.monotonic() < deadline, "the token was not committed"
+            time.sleep(0.01)
+        reader.submit(connections.close_all).result()
+    assert stored == [(1, "task_started"), (2, "token")]
     await recorder.aclose()
 
 

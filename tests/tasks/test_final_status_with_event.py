@@ -1,6 +1,6 @@
 """The end of a task commits with its `task_finished` row (apps/tasks/event_writer.py): a socket
 told of the end finds the task ended and a poller that sees it ended finds the event; the
-lifecycle hook (runner._finish) then adds the failure's salvage and own text over the same final
+lifecycle hook (lifecycle.finish_task) then adds the failure's salvage and own text over the same final
 status, and a task already ended otherwise (cancelled) keeps its status."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from apps.engine.task import TaskResult
 from apps.tasks.event_writer import write_events
+from apps.tasks.lifecycle import finish_task
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.runner import _finish
 from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -48,7 +48,7 @@ async def test_the_hook_adds_the_failure_fields_over_the_same_final_status(tmp_p
     task = await sync_to_async(new_task)(tmp_path)
     await write_events(task.pk, [finished_event(task, "failed")])
     result = TaskResult(task_id=task.pk, status="failed", final="partial", salvage={"files": []})
-    await asyncio.to_thread(_finish, task.pk, result, {"salvage": {"files": ["a.py"]}})
+    await asyncio.to_thread(finish_task, task.pk, result, {"salvage": {"files": ["a.py"]}})
     row = await sync_to_async(Task.objects.get)(pk=task.pk)
     assert (row.status, row.result, row.salvage) == ("failed", "partial", {"files": ["a.py"]})
 
@@ -56,6 +56,35 @@ async def test_the_hook_adds_the_failure_fields_over_the_same_final_status(tmp_p
 async def test_a_task_already_ended_otherwise_keeps_its_status(tmp_path):
     task = await sync_to_async(new_task)(tmp_path, status="cancelled")
     await write_events(task.pk, [finished_event(task, "completed")])
-    await asyncio.to_thread(_finish, task.pk, TaskResult(task_id=task.pk, status="completed"))
+    await asyncio.to_thread(finish_task, task.pk, TaskResult(task_id=task.pk, status="completed"))
     row = await sync_to_async(Task.objects.get)(pk=task.pk)
     assert (row.status, row.result) == ("cancelled", "")
+
+
+def _statements_of_finish(task_id: int, result: TaskResult, written: str | None) -> list[str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        finish_task(task_id, result, None, written)
+    return [query["sql"].lstrip().upper() for query in captured.captured_queries]
+
+
+async def test_the_hook_writes_nothing_over_the_row_task_finished_committed(tmp_path):
+    """With 50 tasks ending together, a second UPDATE per task queued 50 more write transactions
+    against the streams' event rows; the committed row already says it all."""
+    task = await sync_to_async(new_task)(tmp_path)
+    await write_events(task.pk, [finished_event(task, "completed")])
+    result = TaskResult(task_id=task.pk, status="completed", final="the answer")
+    statements = await asyncio.to_thread(_statements_of_finish, task.pk, result, "completed")
+    assert statements and not [sql for sql in statements if sql.startswith("UPDATE")]
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert (row.status, row.result) == ("completed", "the answer")
+
+
+async def test_a_run_whose_task_finished_did_not_commit_gets_its_status_from_the_hook(tmp_path):
+    task = await sync_to_async(new_task)(tmp_path)
+    result = TaskResult(task_id=task.pk, status="cancelled", final="")
+    await asyncio.to_thread(_statements_of_finish, task.pk, result, None)
+    row = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert row.status == "cancelled" and row.finished_at is not None

@@ -65,9 +65,10 @@ def _connection(key: str) -> Redis:
     return Redis.from_url(config["URL"], socket_connect_timeout=1.0, socket_timeout=2.0)
 
 
-def evolution_schedule(*, task_id: int, outcome: str) -> str:
+def evolution_schedule(*, task_id: int, outcome: str, mode: str | None = None) -> str:
     """Returns what happened: scheduled, dropped_backpressure, redis_unavailable, schedule_error,
-    or the reason it was not scheduled (see evolution_decision)."""
+    or the reason it was not scheduled (see evolution_decision). `mode`: the task's, when the
+    caller knows it (the runner does), else read."""
     try:
         injected = PitfallInjection.objects.filter(task_id=task_id)
         if injected.exists():  # an UPDATE takes SQLite's write lock even when it changes nothing
@@ -76,7 +77,8 @@ def evolution_schedule(*, task_id: int, outcome: str) -> str:
             prompt_run_finish(task_id=task_id, outcome=outcome)
         except Exception:  # A/B bookkeeping must not keep the task from being learned from
             log.warning("evolution: prompt run of task %s not recorded", task_id, exc_info=True)
-        mode = Task.objects.filter(pk=task_id).values_list("mode", flat=True).first()
+        if mode is None:
+            mode = Task.objects.filter(pk=task_id).values_list("mode", flat=True).first()
         config = agent_config().evolution
         decision = evolution_decision(
             task_id=task_id, mode=mode or "", outcome=outcome, config=config
