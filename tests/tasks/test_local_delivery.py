@@ -72,18 +72,20 @@ async def test_a_batch_socket_gets_one_frame_per_delivery_and_a_plain_socket_one
         await socket.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
         assert await socket.receive_nothing(timeout=0.2)
     task = await sync_to_async(Task.objects.select_related("workspace").get)(pk=task.pk)
-    recorder = EventRecorder(task, flush_interval_ms=60_000)  # tokens wait for task_finished
+    # The window is long: the tool calls wait for task_finished (a token would not: the engine
+    # held its text already, recorder.py PACED).
+    recorder = EventRecorder(task, flush_interval_ms=60_000)
     await recorder.record("task_started", {})  # written at once: a batch of one
     for i in range(5):
-        await recorder.record("token", {"step": 1, "text": str(i)})
-    await recorder.record("task_finished", {"status": "completed"})  # the five tokens and it
+        await recorder.record("tool_call", {"step": 1, "name": f"tool{i}", "args": {}})
+    await recorder.record("task_finished", {"status": "completed"})  # the five calls and it
     await recorder.aclose()
     first = await batch.receive_json_from(timeout=5)
     assert (first["type"], first["seq"]) == ("task_started", 1)  # one event: a plain frame
     second = await batch.receive_json_from(timeout=5)
     assert second["type"] == "batch"
     assert [(e["seq"], e["type"]) for e in second["events"]] == [
-        *[(seq, "token") for seq in range(2, 7)],
+        *[(seq, "tool_call") for seq in range(2, 7)],
         (7, "task_finished"),
     ]
     assert await batch.receive_nothing(timeout=0.3)
