@@ -114,8 +114,9 @@ if REDIS_URL:
             # for all sockets of a process, which capped delivery at a few hundred events a
             # second (bench/chat_load.py, bench/streaming.py). Pub/Sub keeps nothing for a
             # process that is not listening; consumers catch up from the database (the source
-            # of truth) for anything a layer drops.
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            # of truth) for anything a layer drops. A consumer's own channel is local only
+            # (agentkit_site/channel_layer.py): sockets receive through groups.
+            "BACKEND": "agentkit_site.channel_layer.GroupsOnlyPubSubLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
