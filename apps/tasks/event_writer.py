@@ -228,4 +228,4 @@ def submit_events(task_id: int, events: list[TaskEvent]) -> asyncio.Future:
 async def write_events(task_id: int, events: list[TaskEvent]) -> None:
     """Commit one task's batch (with whatever other tasks submitted meanwhile) and return once
     it is committed; raises what the write raised."""
-    await event_writer().submit_on_loop(task_id, events)
+    await submit_events(task_id, events)

@@ -112,7 +112,8 @@ class EventRecorder:
             "conversation": task.conversation_id,
         }
         self.finished = False
-        # The status the committed task_finished row gave the task (None until it committed).
+        # The status the committed task_finished row carried (None until it committed). The row
+        # set it unless the task had already ended otherwise, which the hook keeps too.
         self.final_written: str | None = None
         self.immediate = DURABLE_STEPS if task.mode in RESUMABLE_MODES else IMMEDIATE
         self.layer = get_channel_layer()
