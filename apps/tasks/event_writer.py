@@ -65,8 +65,10 @@ class EventWriter:
 
     def _write(self, items: list[_Item]) -> None:
         try:
+            # Built before the transaction: the write lock is held for the statements alone.
+            statements = write_statements([(task_id, events) for task_id, events, _ in items])
             with transaction.atomic():
-                persist_batches([(task_id, events) for task_id, events, _ in items])
+                run_statements(statements)
         except Exception as exc:
             if not connection.is_usable():
                 connection.close()  # reconnect at the next write
@@ -110,38 +112,63 @@ def _resolve(futures: list[asyncio.Future], exc: BaseException | None) -> None:
 
 
 def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:
-    """Inside the caller's transaction: the rows of every batch in one prepared INSERT, then
-    each task's `last_seq` in one statement (and `running` with `started_at` for a batch that
-    holds task_started; the final status, answer, usage and cost for one that holds
-    task_finished, so a client told of the end finds the task ended — and one that sees the task
-    ended finds the event; the runner's lifecycle hook then adds what no event carries: the
-    failure's salvage and own text, the spec's end, evolution). Per-batch ORM statements made the
-    writer the bottleneck of 50 streaming tasks (two statements a batch, a batch per task per
-    flush window); the statements are built once and take values the way the ORM's fields
-    prepare them (`get_db_prep_save`), without its per-query compilation: 50 tasks that end
-    together no longer hold the other tasks' token batches behind 50 ORM updates."""
-    started, finished, last_seqs = [], [], {}
-    events = []
+    """Inside the caller's transaction: write `batches` (see `write_statements`)."""
+    run_statements(write_statements(batches))
+
+
+def run_statements(statements: list[tuple[str, list]]) -> None:
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+
+
+def write_statements(batches: list[tuple[int, list[TaskEvent]]]) -> list[tuple[str, list]]:
+    """The statements that write `batches`, their values prepared (the caller runs them in one
+    transaction, `run_statements`): every batch's rows in one multi-row INSERT, then one UPDATE
+    for every task's `last_seq` (and `running` with `started_at` for a task whose batch holds
+    task_started), and one for the final status, answer, usage and cost of the tasks whose batch
+    holds task_finished — so a client told of the end finds the task ended, and one that sees
+    the task ended finds the event; the runner's lifecycle hook then adds what no event carries:
+    the failure's salvage and own text, the spec's end, evolution.
+
+    Why so few statements, built before the transaction. SQLite's driver lets go of the GIL
+    around every statement it steps (every row of an `executemany`) and must get it back
+    after: while the serving loop's thread computes, each costs up to the interpreter's switch
+    interval. Inside a transaction that is time the database's one write lock is held: 50 rows
+    written one by one held it ~40 ms with one busy thread beside them, one multi-row statement
+    ~3 ms (bench/README.md, chat_load), and every task creation and other write waited on
+    SQLite's busy handler meanwhile. The values are
+    prepared the way the ORM's fields prepare them (`get_db_prep_save`), without its per-query
+    compilation, and before the lock is taken."""
+    events: list[TaskEvent] = []
+    last_seqs: dict[int, int] = {}
+    started: dict[int, tuple] = {}
+    finished: dict[int, tuple] = {}
     for task_id, batch in batches:
         events.extend(batch)
         last_seqs[task_id] = max(last_seqs.get(task_id, 0), batch[-1].seq)
         for event in batch:
             if event.type == "task_started":
-                started.append((TaskStatus.RUNNING, event.ts, task_id))
+                started[task_id] = _prepared(_STARTED, (TaskStatus.RUNNING, event.ts))
             elif event.type == "task_finished" and event.data.get("status") in TaskStatus.values:
-                finished.append(_final_status_row(task_id, event))
-    with connection.cursor() as cursor:
-        cursor.executemany(_sql("insert"), [_event_row(event) for event in events])
-        if started:
-            cursor.executemany(_sql("started"), [_prepared(_STARTED, row) for row in started])
-        if finished:
-            cursor.executemany(_sql("finished"), finished)
-        cursor.executemany(_sql("last_seq"), [(seq, task) for task, seq in last_seqs.items()])
+                finished[task_id] = _final_status_values(event)
+    statements = []
+    rows = [_event_row(event) for event in events]
+    for chunk in _chunks(rows, _rows_per_statement(len(_EVENT_FIELDS))):
+        statements.append((_insert_sql(len(chunk)), [value for row in chunk for value in row]))
+    columns = {"last_seq": {task: (seq,) for task, seq in last_seqs.items()}}
+    if started:
+        columns["started"] = started
+    statements.extend(_updates(columns))
+    if finished:
+        statements.extend(_updates({"finished": finished}, final=True))
+    return statements
 
 
 _EVENT_FIELDS = ("task", "seq", "type", "data", "ts")
 _STARTED = ("status", "started_at")
 _FINAL = ("status", "result", "error", "usage", "cost", "finished_at")
+_UPDATED = {"last_seq": ("last_seq",), "started": _STARTED, "finished": _FINAL}
 
 
 def _field(model, name: str):
@@ -160,16 +187,14 @@ def _event_row(event: TaskEvent) -> tuple:
     )
 
 
-def _prepared(names: tuple[str, ...], row: tuple) -> tuple:
-    """`row`: the values of `names`, then the task's id."""
-    values = [
+def _prepared(names: tuple[str, ...], values: tuple) -> tuple:
+    return tuple(
         _field(Task, name).get_db_prep_save(value, connection)
-        for name, value in zip(names, row[:-1], strict=True)
-    ]
-    return (*values, row[-1])
+        for name, value in zip(names, values, strict=True)
+    )
 
 
-def _final_status_row(task_id: int, finished: TaskEvent) -> tuple:
+def _final_status_values(finished: TaskEvent) -> tuple:
     data = finished.data
     values = (
         data["status"],
@@ -179,30 +204,64 @@ def _final_status_row(task_id: int, finished: TaskEvent) -> tuple:
         data.get("cost") or 0.0,
         finished.ts,
     )
-    return (*_prepared(_FINAL, (*values, task_id)), *sorted(FINAL_STATUSES))
+    return _prepared(_FINAL, values)
 
 
-@functools.cache
-def _sql_for(vendor: str, kind: str) -> str:
+def _rows_per_statement(values_per_row: int, fixed: int = 0) -> int:
+    """How many rows one statement may carry within the backend's limit on parameters (`fixed`:
+    the statement's parameters that are not per row)."""
+    limit = connection.features.max_query_params
+    return max(1, (limit - fixed) // values_per_row) if limit else 1000
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _updates(groups: dict[str, dict[int, tuple]], *, final: bool = False):
+    """UPDATE statements that set, per task, the columns of each group in `groups` (a task
+    missing from a group keeps those columns): `col = CASE pk WHEN %s THEN %s … ELSE col END`,
+    as many tasks in one statement as the backend's parameter limit allows. `final`: never over
+    a final status already stored (a cancel, say)."""
     qn = connection.ops.quote_name
-    task, pk = qn(Task._meta.db_table), qn(Task._meta.pk.column)
-    if kind == "insert":
-        columns = ", ".join(qn(_field(TaskEvent, name).column) for name in _EVENT_FIELDS)
-        marks = ", ".join(["%s"] * len(_EVENT_FIELDS))
-        return f"INSERT INTO {qn(TaskEvent._meta.db_table)} ({columns}) VALUES ({marks})"
-    if kind == "last_seq":
-        return f"UPDATE {task} SET {qn(_field(Task, 'last_seq').column)} = %s WHERE {pk} = %s"
-    names = _STARTED if kind == "started" else _FINAL
-    sets = ", ".join(f"{qn(_field(Task, name).column)} = %s" for name in names)
-    sql = f"UPDATE {task} SET {sets} WHERE {pk} = %s"
-    if kind == "finished":  # never over a final status already stored (a cancel, say)
-        status = qn(_field(Task, "status").column)
-        sql += f" AND {status} NOT IN ({', '.join(['%s'] * len(FINAL_STATUSES))})"
-    return sql
+    pk = qn(Task._meta.pk.column)
+    tasks = sorted({task for group in groups.values() for task in group})
+    width = sum(2 * len(_UPDATED[name]) for name in groups) + 1  # CASE pairs, the IN list
+    size = _rows_per_statement(width, len(FINAL_STATUSES) if final else 0)
+    for chunk in _chunks(tasks, size):
+        sets, params = [], []
+        for name, values in groups.items():
+            members = [task for task in chunk if task in values]
+            if not members:
+                continue
+            for index, field_name in enumerate(_UPDATED[name]):
+                column = qn(_field(Task, field_name).column)
+                whens = " ".join(["WHEN %s THEN %s"] * len(members))
+                sets.append(f"{column} = CASE {pk} {whens} ELSE {column} END")
+                for task in members:
+                    params += (task, values[task][index])
+        marks = ", ".join(["%s"] * len(chunk))
+        sql = f"UPDATE {qn(Task._meta.db_table)} SET {', '.join(sets)} WHERE {pk} IN ({marks})"
+        params += chunk
+        if final:
+            status = qn(_field(Task, "status").column)
+            sql += f" AND {status} NOT IN ({', '.join(['%s'] * len(FINAL_STATUSES))})"
+            params += sorted(FINAL_STATUSES)
+        yield sql, params
 
 
-def _sql(kind: str) -> str:
-    return _sql_for(connection.vendor, kind)
+@functools.lru_cache(maxsize=64)
+def _insert_sql_for(vendor: str, rows: int) -> str:
+    qn = connection.ops.quote_name
+    columns = ", ".join(qn(_field(TaskEvent, name).column) for name in _EVENT_FIELDS)
+    row = f"({', '.join(['%s'] * len(_EVENT_FIELDS))})"
+    values = ", ".join([row] * rows)
+    return f"INSERT INTO {qn(TaskEvent._meta.db_table)} ({columns}) VALUES {values}"
+
+
+def _insert_sql(rows: int) -> str:
+    return _insert_sql_for(connection.vendor, rows)
 
 
 _writer: EventWriter | None = None

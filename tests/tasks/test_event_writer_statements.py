@@ -1,0 +1,98 @@
+"""The event writer's transaction runs a few statements however many rows and tasks it holds
+(apps/tasks/event_writer.py `write_statements`): SQLite's driver lets go of the GIL around every
+statement it runs, and each costs the writer a wait for the GIL while it holds the database's one
+write lock. Counted here on SQLite's own trace of the statements it executes (an `executemany`
+runs its statement once per row), on a real database file."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.tasks.event_writer import persist_batches, write_statements
+from apps.tasks.models import Task, TaskEvent
+from tests.tasks.factories import make_task, make_user, make_workspace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def tasks(tmp_path, count: int) -> list[Task]:
+    user = make_user("writer")
+    workspace = make_workspace("ws", tmp_path, user)
+    return [make_task(user, workspace, goal=f"g{i}") for i in range(count)]
+
+
+def event(task: Task, seq: int, kind: str = "token", **data) -> TaskEvent:
+    return TaskEvent(task_id=task.pk, seq=seq, type=kind, data=data, ts=timezone.now())
+
+
+def traced(batches) -> list[str]:
+    """Persist `batches` in one transaction; the statements SQLite executed inside it."""
+    connection.ensure_connection()
+    executed: list[str] = []
+    connection.connection.set_trace_callback(executed.append)
+    try:
+        with transaction.atomic():
+            persist_batches(batches)
+    finally:
+        connection.connection.set_trace_callback(None)
+    return [sql for sql in executed if sql.split()[0].upper() in ("INSERT", "UPDATE")]
+
+
+def test_sixty_rows_of_twelve_tasks_with_starts_and_ends_take_three_statements(tmp_path):
+    rows = tasks(tmp_path, 12)
+    batches = []
+    for index, task in enumerate(rows):
+        batch = [event(task, seq, text=f"{task.pk}:{seq}") for seq in range(1, 6)]
+        if index < 4:
+            batch[0] = event(task, 1, "task_started", mode="react", goal=task.goal)
+        if index >= 9:
+            batch[-1] = event(task, 5, "task_finished", status="completed", final=f"answer {index}")
+        batches.append((task.pk, batch))
+
+    executed = traced(batches)
+
+    assert len(executed) == 3, executed  # the rows; last_seq with the starts; the ends
+    for index, task in enumerate(rows):
+        stored = Task.objects.get(pk=task.pk)
+        assert stored.last_seq == 5
+        expected = "running" if index < 4 else "completed" if index >= 9 else "queued"
+        assert stored.status == expected
+        assert (stored.started_at is not None) == (index < 4)
+        assert stored.result == (f"answer {index}" if index >= 9 else "")
+        seqs = list(TaskEvent.objects.filter(task=task).order_by("seq").values_list("seq", "data"))
+        assert [seq for seq, _ in seqs] == [1, 2, 3, 4, 5]
+        assert seqs[2][1] == {"text": f"{task.pk}:3"}
+
+
+def test_more_rows_and_tasks_than_one_statement_may_carry_are_all_written(tmp_path):
+    """SQLite allows Django 999 parameters a statement: 5 per row, 3 per task's last_seq."""
+    rows = tasks(tmp_path, 400)
+    batches = [(task.pk, [event(task, 1), event(task, 2, text="x")]) for task in rows]
+
+    statements = write_statements(batches)
+    assert all(len(params) <= connection.features.max_query_params for _, params in statements)
+    executed = traced(batches)
+
+    assert len(executed) == len(statements) == 7  # 800 rows: 199 a statement; 400 tasks: 333
+    assert TaskEvent.objects.filter(task__in=rows).count() == 800
+    assert set(
+        Task.objects.filter(pk__in=[t.pk for t in rows]).values_list("last_seq", flat=True)
+    ) == {2}
+
+
+def test_an_end_never_overwrites_a_final_status_already_stored(tmp_path):
+    cancelled, running = tasks(tmp_path, 2)
+    Task.objects.filter(pk=cancelled.pk).update(status="cancelled")
+    Task.objects.filter(pk=running.pk).update(status="running")
+    ended = [
+        event(t, 1, "task_finished", status="completed", final="done") for t in (cancelled, running)
+    ]
+
+    persist_batches([(cancelled.pk, [ended[0]]), (running.pk, [ended[1]])])
+
+    by_pk = {
+        t.pk: (t.status, t.last_seq) for t in Task.objects.filter(pk__in=[cancelled.pk, running.pk])
+    }
+    assert by_pk == {cancelled.pk: ("cancelled", 1), running.pk: ("completed", 1)}
