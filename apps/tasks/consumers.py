@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
+from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
@@ -112,6 +113,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if handler is None:
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
+
+    async def websocket_disconnect(self, message) -> None:
+        """channels' websocket_disconnect without its closing `aclose_old_connections()`: a trip
+        to the thread-sensitive thread per closed socket (see `dispatch`), 50 of them queued
+        there when 50 tasks end together (bench/streaming.py)."""
+        for group in self.groups:
+            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.disconnect(message["code"])
+        raise StopConsumer()
 
     async def connect(self) -> None:
         user = self.scope.get("user")

@@ -120,3 +120,27 @@ def test_the_server_stack_does_not_pretty_print_at_every_handshake():
 
     assert protocol.pformat is quick_format  # asgi.py (imported above) applied it
     assert quick_format([("a", 1)]) == "[('a', 1)]"
+
+
+async def test_a_socket_closes_while_the_thread_sensitive_thread_is_busy(user):
+    """channels' websocket_disconnect ends with `aclose_old_connections()`, a trip to Django's
+    one thread-sensitive thread (and a new SQLite connection there at its next use) per closed
+    socket: 50 tasks ending together queued 50 trips there while their sockets closed. The
+    consumer's database work runs on the default executor; its close needs nothing there."""
+    import asyncio
+    import threading
+
+    from asgiref.sync import sync_to_async
+
+    cookie = await _cookie(user)
+    communicator, connected, _ = await connect([(b"origin", b"http://127.0.0.1:8000"), cookie])
+    assert connected
+    release = threading.Event()
+    held = asyncio.ensure_future(sync_to_async(release.wait, thread_sensitive=True)())
+    try:
+        await communicator.send_input({"type": "websocket.disconnect", "code": 1000})
+        await asyncio.wait_for(asyncio.shield(communicator.future), timeout=5)
+        assert not held.done()  # closed with the thread busy all along
+    finally:
+        release.set()
+        await held
