@@ -12,6 +12,7 @@ from apps.engine.ports import TaskHooks
 from apps.engine.task import TaskResult
 from apps.evolution.services import evolution_schedule
 from apps.specs.services import spec_finish_for_task
+from apps.tasks import selectors
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder
 
@@ -59,11 +60,13 @@ class RunnerHooks(TaskHooks):
         self.task_id, self.mode, self.recorder = task_id, mode, recorder
         self.paths, self.secrets = paths or [], list(secrets)
 
-    def _learn(self, result: TaskResult, scrubbed: dict | None = None):
+    async def _learn(self, result: TaskResult, scrubbed: dict | None = None) -> None:
         written = self.recorder.final_written if self.recorder is not None else None
-        return sync_to_async(_finish_and_learn, thread_sensitive=False)(
+        stored = await sync_to_async(_finish_and_learn, thread_sensitive=False)(
             self.task_id, result, scrubbed, written=written, mode=self.mode
         )
+        if self.recorder is not None:
+            self.recorder.stored_status = stored  # run_task returns it: no trip of its own
 
     async def on_task_complete(self, result: TaskResult) -> None:
         await self._learn(result)
@@ -95,6 +98,8 @@ def _finish_and_learn(
     *,
     written: str | None = None,
     mode: str | None = None,
-) -> None:
+) -> str | None:
+    """The end of a run on one worker thread; returns the status the task now has stored."""
     finish_task(task_id, result, scrubbed, written)
     evolution_schedule(task_id=task_id, outcome=result.status, mode=mode)  # never raises
+    return selectors.task_status(task_id=task_id)

@@ -115,6 +115,9 @@ class EventRecorder:
         # The status the committed task_finished row carried (None until it committed). The row
         # set it unless the task had already ended otherwise, which the hook keeps too.
         self.final_written: str | None = None
+        # The status stored once the end-of-run hook's work is done, read on its worker thread
+        # (lifecycle.py): the runner returns it. None when no hook read it.
+        self.stored_status: str | None = None
         self.immediate = DURABLE_STEPS if task.mode in RESUMABLE_MODES else IMMEDIATE
         self.layer = get_channel_layer()
         self.window = (

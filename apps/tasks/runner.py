@@ -36,6 +36,7 @@ from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import close_open_reviews, record_missing_resolutions, spec_stage_for
+from apps.tasks import selectors
 from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
 from apps.tasks.failure import (
@@ -355,9 +356,11 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             await gateway.aclose()
         if http is not None:
             await http_client_release(config, http)
-    # The final status, read on the shared pool (not on Django's one thread-sensitive thread).
-    final = Task.objects.filter(pk=task_id).values_list("status", flat=True)
-    return await sync_to_async(final.first, thread_sensitive=False)() or "missing"
+    if recorder.stored_status is not None:  # read by the end-of-run hook, on its trip
+        return recorder.stored_status
+    # Else read on the shared pool (not on Django's one thread-sensitive thread).
+    status = await sync_to_async(selectors.task_status, thread_sensitive=False)(task_id=task_id)
+    return status or "missing"
 
 
 async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:

@@ -26,9 +26,13 @@ def workspace_for_user(*, user, ref) -> Workspace | None:
 
 @functools.cache
 def _sql(kind: str) -> str:
-    """The start path's two lookups as plain statements, built once: every socket's task runs
-    them, and the ORM's compilation of a filtered query costs more than SQLite's answer."""
+    """The start path's two lookups and the end's status read as plain statements, built once:
+    every socket's task runs them, and the ORM's compilation of a filtered query costs more than
+    SQLite's answer."""
     qn = connection.ops.quote_name
+    if kind == "status":
+        meta = Task._meta
+        return f"SELECT {qn(meta.get_field('status').column)} FROM {qn(meta.db_table)} WHERE {qn(meta.pk.column)} = %s"
     if kind == "member":
         through = Workspace.members.through._meta
         workspace, user = (qn(through.get_field(name).column) for name in ("workspace", "user"))
@@ -54,6 +58,14 @@ def task_id_for_message(*, user_id: int, client_msg_id: str) -> int | None:
     """The user's task first created for `client_msg_id` (a re-sent message), else None."""
     with connection.cursor() as cursor:
         cursor.execute(_sql("resent"), (user_id, client_msg_id[:100]))
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def task_status(*, task_id: int) -> str | None:
+    """The task's stored status, None when there is no such task."""
+    with connection.cursor() as cursor:
+        cursor.execute(_sql("status"), (task_id,))
         row = cursor.fetchone()
     return row[0] if row else None
 

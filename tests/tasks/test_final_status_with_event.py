@@ -88,3 +88,31 @@ async def test_a_run_whose_task_finished_did_not_commit_gets_its_status_from_the
     await asyncio.to_thread(_statements_of_finish, task.pk, result, None)
     row = await sync_to_async(Task.objects.get)(pk=task.pk)
     assert row.status == "cancelled" and row.finished_at is not None
+
+
+async def test_the_hook_returns_the_stored_status_for_the_runner(tmp_path):
+    """The end-of-run hook's worker-thread trip reads the status the task has once its work is
+    done (lifecycle.py); run_task returns it without a trip of its own. A task ended otherwise
+    before its task_finished committed (cancelled) is reported as stored, not as the engine's
+    result."""
+    from apps.tasks.lifecycle import RunnerHooks
+    from apps.tasks.recorder import EventRecorder
+
+    def two_tasks():
+        user = make_user("ender")
+        workspace = make_workspace("ws", tmp_path, user)
+        tasks = [make_task(user, workspace, goal=f"g{i}") for i in range(2)]
+        Task.objects.filter(pk=tasks[0].pk).update(status="cancelled")
+        Task.objects.filter(pk=tasks[1].pk).update(status="running")
+        return list(Task.objects.select_related("workspace").filter(pk__in=[t.pk for t in tasks]))
+
+    cancelled, running = sorted(await sync_to_async(two_tasks)(), key=lambda t: t.pk)
+    stored = {}
+    for task, status in ((cancelled, "completed"), (running, "failed")):
+        recorder = EventRecorder(task)
+        await write_events(task.pk, [finished_event(task, status)])
+        hooks = RunnerHooks(task.pk, mode="react", recorder=recorder)
+        result = TaskResult(task_id=task.pk, status=status, final="partial")
+        await (hooks.on_task_complete if status == "completed" else hooks.on_task_failed)(result)
+        stored[task.pk] = recorder.stored_status
+    assert stored == {cancelled.pk: "cancelled", running.pk: "failed"}
