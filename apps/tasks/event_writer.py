@@ -16,16 +16,20 @@ import functools
 import logging
 import os
 import queue
+import sqlite3
 import threading
+import time
 from concurrent.futures import Future
 
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)
 
 MAX_EVENTS_PER_TRANSACTION = 2000
+BUSY_TIMEOUT_MS = 2  # SQLite: the writer's own wait for a taken write lock, per try
+LOCK_POLL_SECONDS = 0.0005  # between tries
 
 _Item = tuple[int, list[TaskEvent], "Future | asyncio.Future"]
 
@@ -36,6 +40,7 @@ class EventWriter:
         self._thread = threading.Thread(target=self._run, name="agentkit-event-writer", daemon=True)
         self._thread.start()
         self.transactions = 0  # committed (tests and benchmarks read it)
+        self._polling = None  # the SQLite connection whose busy timeout was shortened
 
     def submit(self, task_id: int, events: list[TaskEvent]) -> Future:
         future: Future = Future()
@@ -67,8 +72,7 @@ class EventWriter:
         try:
             # Built before the transaction: the write lock is held for the statements alone.
             statements = write_statements([(task_id, events) for task_id, events, _ in items])
-            with transaction.atomic():
-                run_statements(statements)
+            self._commit(statements)
         except Exception as exc:
             if not connection.is_usable():
                 connection.close()  # reconnect at the next write
@@ -80,6 +84,42 @@ class EventWriter:
             return
         self.transactions += 1
         self._settle(items)
+
+    def _commit(self, statements: list[tuple[str, list]]) -> None:
+        """Run `statements` in one transaction. SQLite: the database's write lock is waited for
+        by trying again every ~millisecond (`_poll_write_lock`), up to the connection's
+        `timeout`, not in SQLite's busy handler: that one sleeps 1, 2, 5 … 100 ms between tries
+        and does not wake when the lock is freed, so a writer that met a task creation's
+        transaction (a few ms) slept up to ~100 ms more — and every socket's next frame waits
+        for this commit (bench/streaming.py)."""
+        deadline = None
+        while True:
+            try:
+                self._poll_write_lock()
+                with transaction.atomic():
+                    run_statements(statements)
+                return
+            except OperationalError as exc:
+                if not _locked(exc):
+                    raise
+                now = time.monotonic()
+                deadline = deadline or now + _lock_timeout()
+                if now >= deadline:
+                    raise
+                time.sleep(LOCK_POLL_SECONDS)
+
+    def _poll_write_lock(self) -> None:
+        """SQLite: this thread's connection gives up on a taken lock after ~2 ms (SQLite's
+        busy handler: sleep 1 ms, then 1 ms) instead of the configured wait; `_commit` tries
+        again. Its only statements run in its own IMMEDIATE transactions, which hold the lock
+        from BEGIN on: only BEGIN meets a taken lock (WAL: readers never block a commit)."""
+        if connection.vendor != "sqlite":
+            return
+        connection.ensure_connection()
+        if connection.connection is not self._polling:
+            with connection.cursor() as cursor:
+                cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._polling = connection.connection
 
     @staticmethod
     def _settle(items: list[_Item], exc: BaseException | None = None) -> None:
@@ -109,6 +149,16 @@ def _resolve(futures: list[asyncio.Future], exc: BaseException | None) -> None:
             future.set_result(None)
         else:
             future.set_exception(exc)
+
+
+def _locked(exc: OperationalError) -> bool:
+    """SQLite's "database is locked" (SQLITE_BUSY): the write lock is taken."""
+    cause = exc.__cause__
+    return (getattr(cause, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY  # and its kinds
+
+
+def _lock_timeout() -> float:
+    return float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5))
 
 
 def persist_batches(batches: list[tuple[int, list[TaskEvent]]]) -> None:

@@ -96,3 +96,66 @@ def test_an_end_never_overwrites_a_final_status_already_stored(tmp_path):
         t.pk: (t.status, t.last_seq) for t in Task.objects.filter(pk__in=[cancelled.pk, running.pk])
     }
     assert by_pk == {cancelled.pk: ("cancelled", 1), running.pk: ("completed", 1)}
+
+
+def test_the_writer_commits_promptly_once_a_held_write_lock_is_freed(tmp_path):
+    """Another connection holds SQLite's write lock for 250 ms. SQLite's busy handler would
+    have the writer sleep 100 ms at a time by then (its tries at ~228 and ~328 ms: ~78 ms after
+    the release); the writer tries again every ~2 ms (event_writer.py `_commit`)."""
+    import sqlite3
+    import threading
+    import time
+
+    from apps.tasks.event_writer import EventWriter
+
+    (task,) = tasks(tmp_path, 1)
+    holder = sqlite3.connect(
+        connection.settings_dict["NAME"], isolation_level=None, check_same_thread=False
+    )
+    holder.execute("BEGIN IMMEDIATE")
+    writer = EventWriter()
+    submitted = time.monotonic()
+    future = writer.submit(task.pk, [event(task, 1)])
+    released = threading.Event()
+
+    def release_later():
+        time.sleep(0.25)
+        holder.execute("COMMIT")
+        released.set()
+        release_later.at = time.monotonic()
+
+    threading.Thread(target=release_later).start()
+    future.result(timeout=20)
+    committed = time.monotonic()
+    assert released.is_set()
+    assert committed - release_later.at < 0.04, (
+        committed - submitted,
+        release_later.at - submitted,
+    )
+    assert Task.objects.get(pk=task.pk).last_seq == 1
+    holder.close()
+
+
+def test_a_write_lock_held_past_the_timeout_fails_the_write_and_the_next_one_succeeds(
+    tmp_path, monkeypatch
+):
+    """The writer's tries end at the connection's `timeout` with SQLite's own error, as its
+    busy handler's wait did; nothing of the batch is stored, and the writer goes on."""
+    import sqlite3
+
+    from django.db import OperationalError
+
+    from apps.tasks.event_writer import EventWriter
+
+    (task,) = tasks(tmp_path, 1)
+    monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 0.3)
+    holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    writer = EventWriter()
+    with pytest.raises(OperationalError, match="locked"):
+        writer.submit(task.pk, [event(task, 1)]).result(timeout=10)
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert not TaskEvent.objects.filter(task=task).exists()
+    writer.submit(task.pk, [event(task, 1)]).result(timeout=10)
+    assert Task.objects.get(pk=task.pk).last_seq == 1
