@@ -4,7 +4,9 @@ schedule learning from the outcome (evolution). Used by runner.py."""
 
 from __future__ import annotations
 
-from asgiref.sync import sync_to_async
+import asyncio
+import functools
+
 from django.db.models import Q
 from django.utils import timezone
 
@@ -62,8 +64,8 @@ class RunnerHooks(TaskHooks):
 
     async def _learn(self, result: TaskResult, scrubbed: dict | None = None) -> None:
         written = self.recorder.final_written if self.recorder is not None else None
-        stored = await sync_to_async(_finish_and_learn, thread_sensitive=False)(
-            self.task_id, result, scrubbed, written=written, mode=self.mode
+        stored = await _to_completion(
+            _finish_and_learn, self.task_id, result, scrubbed, written=written, mode=self.mode
         )
         if self.recorder is not None:
             self.recorder.stored_status = stored  # run_task returns it: no trip of its own
@@ -88,7 +90,19 @@ class RunnerHooks(TaskHooks):
 
     async def on_task_parked(self, result: TaskResult) -> None:
         # Spec review timed out: the spec and task wait, parked; nothing to learn from yet.
-        await sync_to_async(finish_task, thread_sensitive=False)(self.task_id, result)
+        await _to_completion(finish_task, self.task_id, result)
+
+
+async def _to_completion(func, *args, **kwargs):
+    """`func` on the loop's default executor, run to its end even if the awaiting run is
+    cancelled meanwhile (a second cancel while the engine's `finally` fires the hook, the
+    serving loop shutting down): the final status and the evolution job are not lost with
+    it. The executor's job is shielded; sync_to_async would cancel it while it still waits
+    for a thread."""
+    loop = asyncio.get_running_loop()
+    return await asyncio.shield(
+        loop.run_in_executor(None, functools.partial(func, *args, **kwargs))
+    )
 
 
 def _finish_and_learn(

@@ -116,3 +116,34 @@ async def test_the_hook_returns_the_stored_status_for_the_runner(tmp_path):
         await (hooks.on_task_complete if status == "completed" else hooks.on_task_failed)(result)
         stored[task.pk] = recorder.stored_status
     assert stored == {cancelled.pk: "cancelled", running.pk: "failed"}
+
+
+def test_the_end_of_run_work_survives_a_cancel_while_it_waits_for_a_thread(tmp_path):
+    """The engine fires the hook in its `finally`; a second cancel there (the loop shutting
+    down, say) must not drop the final status and the evolution job with the job still queued
+    for a worker thread."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from apps.tasks.lifecycle import RunnerHooks
+
+    task = new_task(tmp_path)
+
+    async def cancel_the_hook_while_the_only_thread_is_busy():
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(ThreadPoolExecutor(max_workers=1))
+        release = threading.Event()
+        busy = loop.run_in_executor(None, release.wait)
+        hooks = RunnerHooks(task.pk, mode="react")
+        result = TaskResult(task_id=task.pk, status="failed", final="partial")
+        hook = asyncio.create_task(hooks.on_task_failed(result))
+        await asyncio.sleep(0.05)
+        hook.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hook
+        release.set()
+        await busy
+
+    asyncio.run(cancel_the_hook_while_the_only_thread_is_busy())  # waits for the executor
+    row = Task.objects.get(pk=task.pk)
+    assert (row.status, row.result) == ("failed", "partial")
