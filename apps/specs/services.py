@@ -15,6 +15,7 @@ from apps.engine.spec import SpecDraft, parse_spec_review_id, spec_review_id
 from apps.specs.checkpoints import spec_stale
 from apps.specs.models import PhaseStatus, ReviewDecision, Spec, SpecPhase, SpecReview, SpecStatus
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
+from apps.tasks.selectors import task_has_rows
 from apps.tasks.services import ApplicationError
 
 MAX_FEEDBACK_CHARS = 8000
@@ -84,12 +85,11 @@ def spec_set_status(*, spec_id: int, status: str) -> None:
 def spec_finish_for_task(*, task_id: int, completed: bool) -> None:
     """The run that executed the task's spec ended: the spec is done (its phases completed) or
     failed. A spec still waiting for review when the run ended is failed too."""
-    open_specs = Spec.objects.filter(
-        task_id=task_id,
-        status__in=[SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW, SpecStatus.DRAFT],
-    )
-    if not open_specs.exists():  # most tasks (react, chat): no write transaction, no write lock
+    open_statuses = (SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW, SpecStatus.DRAFT)
+    # Most tasks (react, chat) have none: no write transaction, no write lock, no ORM query.
+    if not task_has_rows(Spec, task_id=task_id, statuses=tuple(map(str, open_statuses))):
         return
+    open_specs = Spec.objects.filter(task_id=task_id, status__in=open_statuses)
     with transaction.atomic():
         for spec in open_specs.select_for_update():
             done = completed and spec.status == SpecStatus.EXECUTING

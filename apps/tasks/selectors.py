@@ -62,6 +62,27 @@ def task_id_for_message(*, user_id: int, client_msg_id: str) -> int | None:
     return row[0] if row else None
 
 
+@functools.cache
+def _task_rows_sql(model, statuses: int) -> str:
+    qn = connection.ops.quote_name
+    meta = model._meta
+    sql = f"SELECT 1 FROM {qn(meta.db_table)} WHERE {qn(meta.get_field('task').column)} = %s"
+    if statuses:
+        marks = ", ".join(["%s"] * statuses)
+        sql += f" AND {qn(meta.get_field('status').column)} IN ({marks})"
+    return sql + " LIMIT 1"
+
+
+def task_has_rows(model, *, task_id: int, statuses: tuple[str, ...] = ()) -> bool:
+    """Whether `model` (with a `task` foreign key, and a `status` when `statuses` is given) has
+    a row for the task: one plain statement, built once per model. The end of every run asks
+    a few of these (an open spec? injected pitfalls? a prompt run?), nearly always "no", and
+    the ORM's compilation of each cost more than SQLite's answer."""
+    with connection.cursor() as cursor:
+        cursor.execute(_task_rows_sql(model, len(statuses)), (task_id, *statuses))
+        return cursor.fetchone() is not None
+
+
 def task_status(*, task_id: int) -> str | None:
     """The task's stored status, None when there is no such task."""
     with connection.cursor() as cursor:

@@ -81,3 +81,24 @@ def test_the_newest_active_prompt_version_runs_and_none_gives_nothing(alice):
         )
     assert prompt_for_task(task=task, config=EvolutionConfig(ab_share=0.0)) == "NEW"
     assert PromptRun.objects.get(task=task).version.text == "NEW"
+
+
+def test_the_end_of_run_row_checks_find_only_the_tasks_own_rows_in_the_asked_statuses(alice):
+    """selectors.task_has_rows: the end of every run asks whether the task has an open spec, a
+    prompt run (plain statements, apps/specs/services.py and apps/evolution/services)."""
+    from apps.specs.models import Spec, SpecStatus
+    from apps.specs.services import spec_finish_for_task
+    from apps.tasks.selectors import task_has_rows
+
+    user, workspace = alice
+    task, other = (make_task(user, workspace, goal=g) for g in ("a", "b"))
+    Spec.objects.create(task=task, workspace=workspace, goal="a", draft={"goal": "a"})
+    open_ = (SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW, SpecStatus.DRAFT)
+    assert task_has_rows(Spec, task_id=task.pk, statuses=open_)
+    assert not task_has_rows(Spec, task_id=task.pk, statuses=(SpecStatus.DONE,))
+    assert not task_has_rows(Spec, task_id=other.pk)
+    assert not task_has_rows(PromptRun, task_id=task.pk)
+
+    spec_finish_for_task(task_id=task.pk, completed=True)  # a draft never executed: failed
+    assert Spec.objects.get(task=task).status == SpecStatus.FAILED
+    assert not task_has_rows(Spec, task_id=task.pk, statuses=open_)

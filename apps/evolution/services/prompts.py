@@ -16,6 +16,7 @@ from django.db.models import Avg, Count, Q
 from apps.engine.config import EvolutionConfig
 from apps.evolution.models import PromptRun, PromptStatus, PromptVersion
 from apps.tasks.models import Task, TaskEvent
+from apps.tasks.selectors import task_has_rows
 
 SECTION = "Guidance approved for this workspace"
 
@@ -72,7 +73,10 @@ def _runnable_sql() -> str:
 
 
 def prompt_run_finish(*, task_id: int, outcome: str) -> None:
-    """Fill in how a task that ran with a version ended (no-op for other tasks)."""
+    """Fill in how a task that ran with a version ended (no-op for other tasks: one plain
+    statement, at the end of every run)."""
+    if not task_has_rows(PromptRun, task_id=task_id):
+        return
     run = PromptRun.objects.filter(task_id=task_id).first()
     if run is None:
         return

@@ -23,6 +23,7 @@ from apps.evolution.services.counters import counter_increment
 from apps.evolution.services.prompts import prompt_run_finish
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
+from apps.tasks.selectors import task_has_rows
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,9 @@ def evolution_schedule(*, task_id: int, outcome: str, mode: str | None = None) -
     or the reason it was not scheduled (see evolution_decision). `mode`: the task's, when the
     caller knows it (the runner does), else read."""
     try:
-        injected = PitfallInjection.objects.filter(task_id=task_id)
-        if injected.exists():  # an UPDATE takes SQLite's write lock even when it changes nothing
-            injected.update(outcome=outcome)
+        # An UPDATE takes SQLite's write lock even when it changes nothing: only when there are some.
+        if task_has_rows(PitfallInjection, task_id=task_id):
+            PitfallInjection.objects.filter(task_id=task_id).update(outcome=outcome)
         try:
             prompt_run_finish(task_id=task_id, outcome=outcome)
         except Exception:  # A/B bookkeeping must not keep the task from being learned from
