@@ -18,7 +18,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from apps.tasks import executors, selectors, services
-from apps.tasks.conf import agent_config
+from apps.tasks.intake import intake
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -231,45 +231,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task, submitted = await _db(self._create_task)(content)
+        task, submitted = await intake().create(user=self.user, content=content)
         # A new task submitted to a run on this loop that has delivered nothing yet: nothing is
         # stored to replay, and `deliver_local` hands this socket every batch from the first.
         fresh = submitted and _local_runs.get(task.pk) is self.loop
         await self._follow(
             task.pk, after_seq=task.last_seq, replay=not (fresh and task.pk not in _local_delivered)
-        )
-
-    def _create_task(self, content: dict):
-        """Create the task and, when it is new, submit it: one trip to a worker thread, so 50
-        sockets sending at once do not queue twice behind each other for a thread."""
-        task = self._create_task_row(content)
-        if task.last_seq == 0 and task.status == "queued":
-            # Started before the socket follows it: whatever the runner commits before that is
-            # replayed from the database by `_follow`; what it commits later is delivered live.
-            executors.task_submit(task_id=task.pk, prepare=True, loaded=task)
-            return task, True
-        return task, False
-
-    def _create_task_row(self, content: dict):
-        workspace = selectors.workspace_for_user(user=self.user, ref=content.get("workspace"))
-        continues = content.get("conversation") not in (None, "")
-        if workspace is None and not (continues and content.get("workspace") in (None, "")):
-            workspaces = list(selectors.workspaces_for_user(user=self.user)[:2])
-            if content.get("workspace") in (None, "") and len(workspaces) == 1:
-                workspace = workspaces[0]
-            else:
-                raise ApplicationError(
-                    "workspace not found: pick one of yours", {"error_code": "not_found"}
-                )
-        return services.task_create(  # its own transaction
-            user=self.user,
-            workspace=workspace,
-            text=content["text"],
-            mode=content.get("mode") or None,
-            skill=content.get("skill") or None,
-            client_msg_id=str(content.get("client_msg_id") or ""),
-            config=agent_config(),
-            conversation=content.get("conversation"),  # None: a new conversation
         )
 
     async def _handle_resume(self, content: dict) -> None:

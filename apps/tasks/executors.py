@@ -52,6 +52,33 @@ def task_submit(*, task_id: int, prepare: bool = False, loaded=None) -> None:
         transaction.on_commit(lambda: _start_inline(task_id, prepare=prepare, loaded=loaded))
 
 
+def task_submit_many(*, tasks: list) -> None:
+    """task_submit for tasks that a worker thread of the serving loop created together, outside
+    a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
+    share their workspaces' repository maps), then they start together on the loop: preparing
+    the later ones while the first already ran would make them compete with those runs for the
+    interpreter, and the last would start much later. Elsewhere: task_submit for each."""
+    loop = _serving_loop()
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if agent_config().executor.kind != "inline" or loop is None or running is loop:
+        for task in tasks:
+            task_submit(task_id=task.pk)
+        return
+    from apps.tasks.runner import prepare_run
+
+    built: dict = {}
+    prepared = [(task.pk, prepare_run(task.pk, task, built)) for task in tasks]
+    loop.call_soon_threadsafe(_spawn_all, prepared, context=contextvars.Context())
+
+
+def _spawn_all(prepared: list) -> None:
+    for task_id, run in prepared:
+        _spawn(task_id, run)
+
+
 def warm_up() -> None:
     """At server start (asgi.py). The inline executor runs tasks on the serving loop, so the
     runner's imports (engine, evolution: ~2 s cold), the tool modules (~1 s, imported lazily by

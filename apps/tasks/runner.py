@@ -102,14 +102,17 @@ def build_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     )
 
 
-def prepare_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
+def prepare_agent_task(
+    task: Task, config: AgentkitConfig, repo_maps: dict | None = None
+) -> AgentTask:
     """Blocking, in ONE worker thread: the engine's task with its history, pitfalls, approved
     prompt version and repository map. One trip to a thread instead of three: with 50 tasks
     starting at once, each trip queues behind every other task's (bench/chat_load.py)."""
     agent_task = build_agent_task(task, config)  # reads history
     # Pitfalls + approved prompt version ({} when none or the store failed, logged).
     context = planning_context(task=task, config=config)
-    agent_task = replace(agent_task, repo_map=repository_map(task, config, agent_task.mode))
+    repo_map = repository_map(task, config, agent_task.mode, repo_maps)
+    agent_task = replace(agent_task, repo_map=repo_map)
     if context:
         agent_task = replace(
             agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
@@ -117,11 +120,23 @@ def prepare_agent_task(task: Task, config: AgentkitConfig) -> AgentTask:
     return agent_task
 
 
-def repository_map(task: Task, config: AgentkitConfig, mode: str) -> str:
+def repository_map(task: Task, config: AgentkitConfig, mode: str, built: dict | None = None) -> str:
     """The workspace's repository map for the system prompt (blocking: a worker thread calls
-    it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built."""
+    it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built.
+    `built`: the maps built for the tasks prepared together with this one, by workspace
+    directory (tasks created in one batch, apps/tasks/intake.py, share their workspace's map)."""
     if mode == "direct_chat" or not config.repo_map.enabled:
         return ""
+    root = task.workspace.root_dir
+    if built is not None and root in built:
+        return built[root]
+    repo_map = _build_repository_map(task, config)
+    if built is not None:
+        built[root] = repo_map
+    return repo_map
+
+
+def _build_repository_map(task: Task, config: AgentkitConfig) -> str:
     try:
         return build_repo_map(
             Path(task.workspace.root_dir),
@@ -268,9 +283,12 @@ class PreparedRun:
     failure: Exception | None = None  # raised while preparing: run_task reports it
 
 
-def prepare_run(task_id: int, loaded: Task | None = None) -> PreparedRun | None:
+def prepare_run(
+    task_id: int, loaded: Task | None = None, repo_maps: dict | None = None
+) -> PreparedRun | None:
     """Blocking. None when the task cannot be loaded (run_task then loads it itself).
-    `loaded`: the task with its workspace as its creator committed it (not read again)."""
+    `loaded`: the task with its workspace as its creator committed it (not read again);
+    `repo_maps`: see repository_map."""
     try:
         task = loaded if loaded is not None else _load(task_id)
     except Exception:
@@ -279,7 +297,7 @@ def prepare_run(task_id: int, loaded: Task | None = None) -> PreparedRun | None:
     if task is None or task.status in FINAL_STATUSES:
         return None
     try:
-        return PreparedRun(task, prepare_agent_task(task, agent_config()))
+        return PreparedRun(task, prepare_agent_task(task, agent_config(), repo_maps))
     except Exception as exc:  # RunAborted (a mode not available) or a crash: reported by the run
         return PreparedRun(task, failure=exc)
 

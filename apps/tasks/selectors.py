@@ -62,6 +62,15 @@ def task_id_for_message(*, user_id: int, client_msg_id: str) -> int | None:
     return row[0] if row else None
 
 
+def task_ids_for_messages(*, user_id: int, client_msg_ids) -> list[int]:
+    """The user's first task for each of `client_msg_ids` that has one (re-sent messages)."""
+    first: dict[str, int] = {}
+    rows = Task.objects.filter(user_id=user_id, client_msg_id__in=[m[:100] for m in client_msg_ids])
+    for msg_id, task_id in rows.order_by("-pk").values_list("client_msg_id", "pk"):
+        first[msg_id] = task_id
+    return sorted(first.values())
+
+
 @functools.cache
 def _task_rows_sql(model, statuses: int) -> str:
     qn = connection.ops.quote_name

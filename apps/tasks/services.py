@@ -10,10 +10,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
-from apps.tasks import selectors
 from apps.tasks.models import FINAL_STATUSES, ApiToken, Conversation, Task, Workspace
 
 logger = logging.getLogger(__name__)
@@ -28,17 +27,6 @@ class ApplicationError(Exception):
         self.extra = extra or {}
 
 
-@dataclass(frozen=True)
-class BootstrapResult:
-    username: str
-    user_created: bool
-    generated_password: str | None
-    password_updated: bool
-    workspace_name: str
-    workspace_dir: Path
-    workspace_created: bool
-
-
 @transaction.atomic
 def workspace_create(*, name: str, root_dir: Path, members=()) -> Workspace:
     workspace = Workspace(name=name, root_dir=str(root_dir))
@@ -46,26 +34,6 @@ def workspace_create(*, name: str, root_dir: Path, members=()) -> Workspace:
     workspace.save()
     workspace.members.add(*members)
     return workspace
-
-
-def admin_ensure(*, username: str, password: str | None) -> tuple[object, bool, str | None, bool]:
-    """Create the admin user if missing. Returns (user, created, generated_password, updated).
-    An explicitly given password is applied to an existing user too; without one, an existing
-    user is left alone (idempotent)."""
-    User = get_user_model()
-    user = User.objects.filter(username=username).first()
-    if user is None:
-        generated = None
-        if not password:
-            generated = password = secrets.token_urlsafe(12)
-        user = User.objects.create_superuser(username=username, email="", password=password)
-        return user, True, generated, False
-    updated = False
-    if password and not user.check_password(password):
-        user.set_password(password)
-        user.save(update_fields=["password"])
-        updated = True
-    return user, False, None, updated
 
 
 def install_demo_project(source: Path, target: Path) -> None:
@@ -97,36 +65,6 @@ def install_demo_project(source: Path, target: Path) -> None:
     except (OSError, subprocess.SubprocessError) as exc:
         shutil.rmtree(target / ".git", ignore_errors=True)
         logger.warning("the demo workspace is not a git repository: git failed (%s)", exc)
-
-
-@transaction.atomic
-def bootstrap_run(
-    *, username: str, password: str | None, demo_source: Path, workspaces_dir: Path
-) -> BootstrapResult:
-    """Admin user + the demo workspace (a copy of the shipped demo project). Safe to run again."""
-    user, created, generated, updated = admin_ensure(username=username, password=password)
-    target = (workspaces_dir / "demo").resolve()
-    if not target.exists():
-        if not demo_source.is_dir():
-            raise ApplicationError(
-                f"the demo project is missing at {demo_source}; restore it from git"
-            )
-        install_demo_project(demo_source, target)
-    workspace = Workspace.objects.filter(name="demo").first()
-    workspace_created = workspace is None
-    if workspace is None:
-        workspace = workspace_create(name="demo", root_dir=target, members=[user])
-    else:
-        workspace.members.add(user)
-    return BootstrapResult(
-        username=username,
-        user_created=created,
-        generated_password=generated,
-        password_updated=updated,
-        workspace_name=workspace.name,
-        workspace_dir=Path(workspace.root_dir),
-        workspace_created=workspace_created,
-    )
 
 
 # ── tasks ───────────────────────────────────────────────────────────────────────────────────────
@@ -198,32 +136,6 @@ def route_message(*, text: str, mode: str | None, skill: str | None, config) -> 
     return Routing(text=body.strip(), mode=chosen_mode, skill=chosen_skill)
 
 
-def _conversation_to_continue(*, user, conversation, workspace: Workspace | None) -> Conversation:
-    """The user's own conversation `conversation` (an id); its workspace must be `workspace`."""
-    from apps.tasks.selectors import conversation_for_user
-
-    if isinstance(conversation, bool) or not (
-        isinstance(conversation, int) or (isinstance(conversation, str) and conversation.isdigit())
-    ):
-        raise ApplicationError(
-            "'conversation' must be a conversation id (an integer), or left out to start a new one",
-            {"error_code": "invalid_field"},
-        )
-    found = conversation_for_user(user=user, conversation_id=int(conversation))
-    if found is None:
-        raise ApplicationError(
-            "conversation not found: leave 'conversation' out to start a new one",
-            {"error_code": "not_found"},
-        )
-    if workspace is not None and workspace.pk != found.workspace_id:
-        raise ApplicationError(
-            f"conversation {found.pk} belongs to workspace {found.workspace.name!r}; start a new "
-            "conversation to work in another workspace",
-            {"error_code": "workspace_mismatch"},
-        )
-    return found
-
-
 def task_create(
     *,
     user,
@@ -241,60 +153,16 @@ def task_create(
     `conversation` (an id of the user's own conversation) continues it: same workspace (taken
     from the conversation when `workspace` is None), earlier turns as history. Without it, the
     task starts a new conversation. The access checks read before the transaction; the
-    transaction (SQLite: the database's one write lock) holds the re-send check, the routing
-    and the two rows."""
-    continued = None
-    if conversation not in (None, ""):
-        continued = _conversation_to_continue(
-            user=user, conversation=conversation, workspace=workspace
-        )
-        workspace = continued.workspace
-    if workspace is None:
-        raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    # The membership row itself, one prepared statement (every socket's task creation asks).
-    if not selectors.is_workspace_member(workspace_id=workspace.pk, user_id=user.pk):
-        raise ApplicationError("workspace not found", {"error_code": "not_found"})
-    limit = max_message_chars()
-    if len(text) > limit:
-        raise ApplicationError(
-            f"the message is too long ({len(text)} characters; at most {limit}): shorten it, or "
-            "put the long text in a file in the workspace and refer to it",
-            {"error_code": "message_too_long"},
-        )
-    with transaction.atomic():
-        if client_msg_id:  # indexed, and no ORM query to compile for the usual "no"
-            resent = selectors.task_id_for_message(user_id=user.pk, client_msg_id=client_msg_id)
-            if resent is not None:
-                return Task.objects.select_related("workspace").get(pk=resent)
-        routing = route_message(text=text, mode=mode, skill=skill, config=config)
-        opens = continued is None
-        if opens:
-            continued = Conversation.objects.create(
-                user=user, workspace=workspace, title=routing.text[:200]
-            )
-        else:
-            continued.save(update_fields=["updated_at"])  # most recent conversations first
-        task = Task.objects.create(
-            workspace=workspace,
-            user=user,
-            conversation=continued,
-            mode=routing.mode,
-            skill=routing.skill,
-            goal=routing.text,
-            client_msg_id=client_msg_id[:100],
-            model=model,
-        )
-    # Known to have no earlier turns: history.conversation_history need not look (the instance
-    # only; a task read from the database again looks).
-    task.opens_conversation = opens
-    return task
+    transaction (SQLite: the database's one write lock) holds the re-send check and the rows."""
+    from apps.tasks.creation import TaskRequest, create_one
+
+    request = TaskRequest(user, workspace, text, mode, skill, client_msg_id, conversation, model)
+    return create_one(request, config)
 
 
 def task_request_cancel(*, task) -> bool:
     """Ask a running task to stop; the runner notices within a fraction of a second. Returns
     False when the task had already finished."""
-    from django.utils import timezone
-
     now = timezone.now()
     # A parked task (its spec review timed out) has no run to notice: it ends cancelled here.
     if Task.objects.filter(pk=task.pk, status="parked").update(
@@ -342,8 +210,6 @@ def api_token_create(*, user, name: str = "") -> tuple[object, str]:
 
 def api_token_authenticate(*, key: str):
     """The user of an active token, or None."""
-    from django.utils import timezone
-
     token = (
         ApiToken.objects.select_related("user")
         .filter(key_hash=_token_hash(key), revoked_at__isnull=True)
@@ -356,8 +222,6 @@ def api_token_authenticate(*, key: str):
 
 
 def api_token_revoke(*, token) -> None:
-    from django.utils import timezone
-
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
@@ -386,8 +250,6 @@ def task_retry(*, user, task):
     if not task.workspace.members.filter(pk=user.pk).exists():
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     if task.conversation_id is not None:
-        from django.utils import timezone
-
         Conversation.objects.filter(pk=task.conversation_id).update(updated_at=timezone.now())
     return Task.objects.create(
         workspace=task.workspace,

@@ -3,7 +3,8 @@ import os
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.tasks.services import ApplicationError, bootstrap_run
+from apps.tasks.bootstrap import bootstrap_run
+from apps.tasks.services import ApplicationError
 from apps.tasks.workspaces import workspace_reset_demo
 
 

@@ -1,0 +1,188 @@
+"""Messages of several sockets become tasks together (apps/tasks/creation.py task_create_many,
+apps/tasks/intake.py): one transaction and one INSERT per table for a batch, each message's own
+outcome (its task, the task it re-sent, or its error) whatever the others' are. Counted on
+SQLite's own trace of the statements it executes, on a real database file."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, connection
+from django.db.backends.signals import connection_created
+
+from apps.tasks.conf import agent_config
+from apps.tasks.creation import TaskRequest, task_create_many
+from apps.tasks.models import Conversation, Task
+from apps.tasks.services import ApplicationError, task_create
+from tests.tasks.factories import make_task, make_user, make_workspace
+from tests.tasks.test_consumer import open_socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def people(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    alice, bob = make_user("alice"), make_user("bob")
+    return {
+        "alice": alice,
+        "bob": bob,
+        "alpha": make_workspace("alpha", tmp_path / "a", alice),
+        "beta": make_workspace("beta", tmp_path / "b", bob),
+    }
+
+
+def traced(call):
+    """Run `call` on this thread's connection; its result and the statements SQLite ran."""
+    connection.ensure_connection()
+    executed: list[str] = []
+    connection.connection.set_trace_callback(executed.append)
+    try:
+        result = call()
+    finally:
+        connection.connection.set_trace_callback(None)
+    return result, executed
+
+
+def inserts_into(executed: list[str], model) -> list[str]:
+    into = f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} "
+    return [sql for sql in executed if sql.startswith(into)]
+
+
+def test_a_batch_is_one_transaction_and_each_message_gets_its_own_outcome(people):
+    alice, bob, alpha, beta = people["alice"], people["bob"], people["alpha"], people["beta"]
+    earlier = task_create(
+        user=alice, workspace=alpha, text="@chat first", client_msg_id="m-1", config=agent_config()
+    )
+    ongoing = make_task(bob, beta, goal="earlier turn")
+    ongoing.conversation = Conversation.objects.create(user=bob, workspace=beta, title="t")
+    ongoing.save()
+
+    def ask(user, text, **fields):
+        return TaskRequest(user=user, workspace=fields.pop("workspace", None), text=text, **fields)
+
+    requests = [
+        ask(alice, "@react fix the test", workspace=alpha, client_msg_id="m-2"),
+        ask(alice, "resent", workspace=alpha, client_msg_id="m-1"),  # created before the batch
+        ask(bob, "@skill:nope hello", workspace=beta),
+        ask(alice, "x" * 100_000, workspace=alpha),
+        ask(alice, "not mine", workspace=beta),
+        ask(bob, "@chat go on", conversation=ongoing.conversation_id),
+        ask(alice, "twice in one batch", workspace=alpha, client_msg_id="m-3"),
+        ask(alice, "twice in one batch", workspace=alpha, client_msg_id="m-3"),
+        ask(bob, "@plan a plan", workspace=beta, mode="react"),
+    ]
+
+    outcomes, executed = traced(lambda: task_create_many(requests=requests, config=agent_config()))
+
+    made, resent, skill, too_long, foreign, continued, first, again, planned = outcomes
+    assert isinstance(made, Task) and made.mode == "react" and made.goal == "fix the test"
+    assert resent.pk == earlier.pk
+    assert all(isinstance(e, ApplicationError) for e in (skill, too_long, foreign))
+    assert skill.extra["error_code"] == "unknown_skill"
+    assert too_long.extra["error_code"] == "message_too_long"
+    assert foreign.extra["error_code"] == "not_found"
+    assert continued.conversation_id == ongoing.conversation_id and continued.workspace == beta
+    assert first.pk == again.pk
+    assert planned.mode == "plan_exec" and planned.user == bob
+    # Stored, each with the conversation it opened (or continued), and nothing for the errors.
+    assert Task.objects.count() == 1 + 1 + 4  # earlier, ongoing, and the four created
+    for task in (made, first, planned):
+        stored = Task.objects.get(pk=task.pk)
+        assert stored.conversation.workspace_id == stored.workspace_id
+        assert stored.conversation.title == stored.goal
+        assert task.opens_conversation is True
+    assert continued.opens_conversation is False
+    assert Conversation.objects.filter(tasks__isnull=True).count() == 0
+    # One write transaction: one INSERT for the conversations, one for the tasks.
+    assert sum(1 for sql in executed if sql.upper().startswith("BEGIN")) == 1, executed
+    assert len(inserts_into(executed, Task)) == 1, executed
+    assert len(inserts_into(executed, Conversation)) == 1, executed
+
+
+def test_a_message_whose_rows_the_database_refuses_fails_alone(people):
+    """A real refusal by the database (a trigger standing in for a constraint) in the middle of
+    a batch: the batch's transaction is rolled back, then each message is created on its own."""
+    alice, alpha = people["alice"], people["alpha"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON tasks_task WHEN NEW.goal = 'boom' "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the database'); END"
+        )
+    try:
+        outcomes = task_create_many(
+            requests=[
+                TaskRequest(user=alice, workspace=alpha, text=text)
+                for text in ("@chat one", "@chat boom", "@chat three")
+            ],
+            config=agent_config(),
+        )
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_boom")
+    one, boom, three = outcomes
+    assert isinstance(boom, DatabaseError) and "refused by the database" in str(boom)
+    assert sorted(Task.objects.values_list("goal", flat=True)) == ["one", "three"]
+    assert {one.goal, three.goal} == {"one", "three"}
+    assert Conversation.objects.count() == 2  # none left behind by the refused message
+
+
+async def test_sockets_sending_together_share_a_transaction_and_each_follows_its_task(
+    people, config_file, tmp_path
+):
+    script = tmp_path / "script.yaml"
+    script.write_text("- match: '(?i)hello'\n  repeat: true\n  text: Hi there.\n")
+    config_file(f"models: {{main: {{provider: scripted, script: {script}}}}}\n")
+    inserts: list[str] = []
+
+    def trace(sender, connection, **kwargs):  # the worker threads' connections, opened here
+        if connection.vendor == "sqlite":
+            connection.connection.set_trace_callback(
+                lambda sql: inserts.append(sql) if sql.upper().startswith("INSERT") else None
+            )
+
+    connection_created.connect(trace)
+    try:
+        users = [people["alice"]] * 5 + [people["bob"]] * 3
+        sockets = [await open_socket(user) for user in users]
+        texts = [f"@chat hello {i}" for i in range(len(sockets))]
+        texts[6] = "@skill:nope hello"  # one of bob's: its error, and the others still run
+        await asyncio.gather(
+            *(
+                s.send_json_to({"type": "user_message", "text": t, "client_msg_id": f"c{i}"})
+                for i, (s, t) in enumerate(zip(sockets, texts, strict=True))
+            )
+        )
+        seen: dict[int, list[dict]] = {}
+        for index, socket in enumerate(sockets):
+            frames = []
+            while True:
+                frame = await socket.receive_json_from(timeout=20)
+                frames.append(frame)
+                if frame["type"] in ("task_finished", "error"):
+                    break
+            seen[index] = frames
+        for socket in sockets:
+            await socket.disconnect()
+    finally:
+        connection_created.disconnect(trace)
+
+    assert seen[6][-1]["data"]["error_struct"]["error_code"] == "unknown_skill"
+    task_ids = set()
+    for index, frames in seen.items():
+        if index == 6:
+            continue
+        task_id = frames[0]["task_id"]
+        assert {f["task_id"] for f in frames} == {task_id}  # its own task's events only
+        assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+        assert frames[0]["type"] == "task_started" and frames[-1]["data"]["status"] == "completed"
+        task_ids.add(task_id)
+    assert len(task_ids) == 7
+    owners = await sync_to_async(lambda: dict(Task.objects.values_list("pk", "user__username")))()
+    assert sorted(owners[t] for t in task_ids) == ["alice"] * 5 + ["bob"] * 2
+    task_inserts = inserts_into(inserts, Task)
+    # Eight messages sent together: their tasks went in a few INSERTs (one per batch), not eight.
+    assert 1 <= len(task_inserts) <= 3, task_inserts
