@@ -11,6 +11,7 @@ a batch of one, with no wait added."""
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
@@ -23,15 +24,15 @@ from apps.tasks.services import ApplicationError
 # The most messages in one transaction: a batch's first message waits for the whole batch.
 BATCH_MAX = 64
 
-_intakes: dict[asyncio.AbstractEventLoop, Intake] = {}
+_intakes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # loop -> Intake
 
 
 def intake() -> Intake:
     """The running loop's intake."""
     loop = asyncio.get_running_loop()
     found = _intakes.get(loop)
-    if found is None or found.loop is not loop:
-        found = _intakes[loop] = Intake(loop)
+    if found is None:
+        found = _intakes[loop] = Intake()
     return found
 
 
@@ -43,38 +44,39 @@ class _Message:
 
 
 class Intake:
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
+    def __init__(self):
         self.waiting: list[_Message] = []
-        self.draining = False
+        self.drainer: asyncio.Task | None = None  # referenced: the loop keeps tasks weakly
+        self.starters: set[asyncio.Task] = set()
 
     async def create(self, *, user, content: dict):
         """The task for a socket's `user_message` (a re-sent `client_msg_id`: the task created
-        the first time) and whether it was started now. Raises the message's ApplicationError."""
-        future = self.loop.create_future()
+        the first time) and whether it was started now. Raises the message's error."""
+        future = asyncio.get_running_loop().create_future()
         self.waiting.append(_Message(user, content, future))
-        if not self.draining:
-            self.draining = True
-            self.loop.create_task(self._drain())
+        if self.drainer is None:
+            self.drainer = asyncio.get_running_loop().create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
             while self.waiting:
                 batch, self.waiting = self.waiting[:BATCH_MAX], self.waiting[BATCH_MAX:]
                 try:
-                    await sync_to_async(self._create, thread_sensitive=False)(batch)
+                    await sync_to_async(self._create, thread_sensitive=False)(batch, loop)
                 except BaseException as exc:  # the database failed: every message of the batch
                     for message in batch:
                         _settle(message.future, exc)
                     if not isinstance(exc, Exception):
                         raise
         finally:
-            self.draining = False
+            self.drainer = None
 
-    def _create(self, batch: list[_Message]) -> None:
-        """Blocking, in a worker thread. Each message's outcome reaches its socket through the
-        loop, after the runs started (so a socket follows a run already on the loop)."""
+    def _create(self, batch: list[_Message], loop: asyncio.AbstractEventLoop) -> None:
+        """Blocking, in a worker thread. A message's outcome reaches its socket through the
+        loop; a new task's only once its run started (so the socket follows a run that is on
+        the loop already)."""
         requests: list = []
         workspaces: dict = {}
         for message in batch:
@@ -82,26 +84,45 @@ class Intake:
                 requests.append(_request(message.user, message.content, workspaces))
             except ApplicationError as exc:
                 requests.append(exc)
-        made = task_create_many(
-            requests=[r for r in requests if isinstance(r, TaskRequest)], config=agent_config()
+        made = iter(
+            task_create_many(
+                requests=[r for r in requests if isinstance(r, TaskRequest)],
+                config=agent_config(),
+            )
         )
-        outcomes = iter(made)
-        results = [r if isinstance(r, Exception) else next(outcomes) for r in requests]
-        new = {
-            task.pk: task
-            for task in results
-            if not isinstance(task, Exception) and task.last_seq == 0 and task.status == "queued"
-        }
-        try:
-            executors.task_submit_many(tasks=list(new.values()))
-        except ApplicationError as exc:  # the executor is not usable (rq without Redis)
-            results = [exc if getattr(r, "pk", None) in new else r for r in results]
-            new = {}
-        settled = [
-            (m.future, r if isinstance(r, Exception) else (r, r.pk in new))
-            for m, r in zip(batch, results, strict=True)
-        ]
-        self.loop.call_soon_threadsafe(_settle_all, settled)
+        done: list = []
+        groups: dict[str, list] = {}  # workspace directory -> [(future, new task)]
+        for message, request in zip(batch, requests, strict=True):
+            outcome = request if isinstance(request, Exception) else next(made)
+            if isinstance(outcome, Exception):
+                done.append((message.future, outcome))
+            elif outcome.last_seq == 0 and outcome.status == "queued":
+                groups.setdefault(outcome.workspace.root_dir, []).append((message.future, outcome))
+            else:  # re-sent: its run is under way or over
+                done.append((message.future, (outcome, False)))
+        loop.call_soon_threadsafe(_settle_all, done)
+        # Each workspace's runs are prepared in a thread of their own, after this one returns:
+        # the next batch's creation and another workspace's runs do not wait for a repository
+        # map (up to repo_map.time_limit_seconds for a huge workspace).
+        for group in groups.values():
+            loop.call_soon_threadsafe(self._start_elsewhere, group, loop)
+
+    def _start_elsewhere(self, group: list, loop: asyncio.AbstractEventLoop) -> None:
+        starter = loop.create_task(sync_to_async(_start, thread_sensitive=False)(group, loop))
+        self.starters.add(starter)
+        starter.add_done_callback(self.starters.discard)
+
+
+def _start(group: list, loop: asyncio.AbstractEventLoop) -> None:
+    """Blocking: prepare and start the runs of one workspace's new tasks together; then their
+    sockets learn of them."""
+    tasks = list({task.pk: task for _, task in group}.values())  # a message sent twice: once
+    try:
+        executors.task_submit_many(tasks=tasks)
+    except Exception as exc:  # the executor is not usable (rq without Redis), or a crash
+        loop.call_soon_threadsafe(_settle_all, [(future, exc) for future, _ in group])
+        return
+    loop.call_soon_threadsafe(_settle_all, [(future, (task, True)) for future, task in group])
 
 
 def _request(user, content: dict, workspaces: dict) -> TaskRequest:

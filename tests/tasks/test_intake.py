@@ -186,3 +186,42 @@ async def test_sockets_sending_together_share_a_transaction_and_each_follows_its
     task_inserts = inserts_into(inserts, Task)
     # Eight messages sent together: their tasks went in a few INSERTs (one per batch), not eight.
     assert 1 <= len(task_inserts) <= 3, task_inserts
+
+
+async def test_a_workspace_whose_repository_map_is_slow_delays_no_one_else(
+    people, config_file, tmp_path
+):
+    """alice's workspace takes most of a second to map; bob's message, sent while her run is
+    being prepared, starts without waiting for that map."""
+    script = tmp_path / "script.yaml"
+    script.write_text("- match: '(?i)hello'\n  repeat: true\n  text: Hi there.\n")
+    config_file(
+        f"models: {{main: {{provider: scripted, script: {script}}}}}\n"
+        "repo_map: {max_tokens: 100000, time_limit_seconds: 30}\n"
+    )
+    big = tmp_path / "a"
+    for index in range(3000):
+        package = big / f"p{index % 30}"
+        package.mkdir(exist_ok=True)
+        (package / f"m{index}.py").write_text(f"def f{index}():\n    return {index}\n" * 20)
+    (tmp_path / "b" / "README.md").write_text("small\n")
+    alice = await open_socket(people["alice"])
+    bob = await open_socket(people["bob"])
+    arrivals: list[tuple[str, str]] = []
+
+    async def follow(name, socket):
+        while True:
+            frame = await socket.receive_json_from(timeout=30)
+            arrivals.append((name, frame["type"]))
+            if frame["type"] in ("task_finished", "error"):
+                return frame
+
+    await alice.send_json_to({"type": "user_message", "text": "@react hello big"})
+    await asyncio.sleep(0.1)  # her task exists; its run is being prepared
+    await bob.send_json_to({"type": "user_message", "text": "@react hello small"})
+    ends = await asyncio.gather(follow("alice", alice), follow("bob", bob))
+    for socket in (alice, bob):
+        await socket.disconnect()
+
+    assert [end["data"]["status"] for end in ends] == ["completed", "completed"]
+    assert arrivals.index(("bob", "task_started")) < arrivals.index(("alice", "task_started"))
