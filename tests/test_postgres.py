@@ -62,3 +62,42 @@ def test_the_event_writer_stores_rows_and_status_on_postgres(postgres_url, tmp_p
     assert result.stdout.strip().splitlines()[-1] == (
         "completed 3 done {'output_tokens': 3} 0.5 None True True (2, 'token', {'text': 'é ok'})"
     )
+
+
+CREATE_MANY = """
+from django.contrib.auth import get_user_model
+from apps.tasks.conf import agent_config
+from apps.tasks.creation import TaskRequest, task_create_many
+from apps.tasks.models import Conversation, Task, Workspace
+user = get_user_model().objects.get(username="admin")
+demo = Workspace.objects.get(name="demo")
+tasks, conversations = Task.objects.count(), Conversation.objects.count()
+first = task_create_many(requests=[TaskRequest(user, demo, "@chat hi", client_msg_id="m1")],
+                         config=agent_config())[0]
+out = task_create_many(requests=[
+    TaskRequest(user, demo, "@react one", client_msg_id="m2"),
+    TaskRequest(user, demo, "again", client_msg_id="m1"),
+    TaskRequest(user, demo, "nul \\x00 byte"),
+    TaskRequest(user, None, "@chat go on", conversation=first.conversation_id),
+    TaskRequest(user, demo, "@react one", client_msg_id="m2"),
+], config=agent_config())
+made, resent, nul, cont, twice = out
+print(made.pk is not None, made.conversation_id is not None, resent.pk == first.pk,
+      nul.extra["error_code"], cont.conversation_id == first.conversation_id, twice is made,
+      Task.objects.count() - tasks, Conversation.objects.count() - conversations,
+      Task.objects.get(pk=made.pk).conversation.title)
+"""
+
+
+def test_tasks_created_together_get_their_ids_on_postgres(postgres_url, tmp_path):
+    """creation.task_create_many inserts a batch's conversations and tasks in one statement
+    each: PostgreSQL returns their ids (RETURNING), and a NUL byte, which it cannot store, is
+    refused with its own error before the transaction."""
+    env = server_env(tmp_path, DATABASE_URL=postgres_url)
+    assert manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
+    assert manage(env, "bootstrap").returncode == 0
+    result = manage(env, "shell", "-c", CREATE_MANY)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == (
+        "True True True invalid_field True True 3 2 one"
+    )

@@ -65,6 +65,11 @@ def _check(request: TaskRequest, config, members: set | None = None) -> _Checked
             "it, or put the long text in a file in the workspace and refer to it",
             {"error_code": "message_too_long"},
         )
+    if "\x00" in request.text:  # PostgreSQL cannot store it; no one types it
+        raise ApplicationError(
+            "the message contains a NUL character (\\x00): remove it and send it again",
+            {"error_code": "invalid_field"},
+        )
     try:
         routing = route_message(
             text=request.text, mode=request.mode, skill=request.skill, config=config
