@@ -64,7 +64,7 @@ class RunnerHooks(TaskHooks):
 
     async def _learn(self, result: TaskResult, scrubbed: dict | None = None) -> None:
         written = self.recorder.final_written if self.recorder is not None else None
-        stored = await _to_completion(
+        stored = await run_to_completion(
             _finish_and_learn, self.task_id, result, scrubbed, written=written, mode=self.mode
         )
         if self.recorder is not None:
@@ -90,10 +90,10 @@ class RunnerHooks(TaskHooks):
 
     async def on_task_parked(self, result: TaskResult) -> None:
         # Spec review timed out: the spec and task wait, parked; nothing to learn from yet.
-        await _to_completion(finish_task, self.task_id, result)
+        await run_to_completion(finish_task, self.task_id, result)
 
 
-async def _to_completion(func, *args, **kwargs):
+async def run_to_completion(func, *args, **kwargs):
     """`func` on the loop's default executor, run to its end even if the awaiting run is
     cancelled meanwhile (a second cancel while the engine's `finally` fires the hook, the
     serving loop shutting down): the final status and the evolution job are not lost with

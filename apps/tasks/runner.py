@@ -46,7 +46,7 @@ from apps.tasks.failure import (
     secrets_of,
 )
 from apps.tasks.history import conversation_history
-from apps.tasks.lifecycle import RunnerHooks, finish_task
+from apps.tasks.lifecycle import RunnerHooks, finish_task, run_to_completion
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder
@@ -402,4 +402,4 @@ async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, starte
 
     result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
     await recorder.record("task_finished", result.event_data())
-    await sync_to_async(finish_task, thread_sensitive=False)(task.pk, result)
+    await run_to_completion(finish_task, task.pk, result)  # a cancel now loses none of it

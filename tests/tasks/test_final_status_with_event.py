@@ -147,3 +147,48 @@ def test_the_end_of_run_work_survives_a_cancel_while_it_waits_for_a_thread(tmp_p
     asyncio.run(cancel_the_hook_while_the_only_thread_is_busy())  # waits for the executor
     row = Task.objects.get(pk=task.pk)
     assert (row.status, row.result) == ("failed", "partial")
+
+
+def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thread(tmp_path):
+    """A run the engine could not run (or that crashed) ends in runner._abort; a cancel while
+    its last job (the final fields, the spec failed) waits for a worker thread must not leave
+    the spec open as if it still executed."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from apps.specs.models import Spec, SpecStatus
+    from apps.tasks.recorder import EventRecorder
+    from apps.tasks.runner import _abort
+
+    task = new_task(tmp_path)
+    task = Task.objects.select_related("workspace").get(pk=task.pk)
+    spec = Spec.objects.create(
+        task=task, workspace=task.workspace, goal="g", draft={}, status=SpecStatus.EXECUTING
+    )
+    error = {"error_code": "internal_error", "message": "m", "suggestions": [], "retryable": True}
+
+    async def cancel_the_abort_while_the_only_thread_is_busy():
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(max_workers=1)
+        loop.set_default_executor(executor)
+        first, second = threading.Event(), threading.Event()
+        busy = [loop.run_in_executor(None, first.wait)]
+        recorder = EventRecorder(task)
+        abort = asyncio.create_task(_abort(recorder, task, error, time.monotonic()))
+        await asyncio.sleep(0.05)  # its look for open reviews waits behind `first`
+        busy.append(loop.run_in_executor(None, second.wait))  # queued after that look
+        first.set()
+        while not recorder.finished:  # task_finished committed: its last job is queued next
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        abort.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await abort
+        second.set()
+        await asyncio.gather(*busy)
+
+    asyncio.run(cancel_the_abort_while_the_only_thread_is_busy())  # waits for the executor
+    assert Task.objects.get(pk=task.pk).status == "failed"
+    spec.refresh_from_db()
+    assert spec.status == SpecStatus.FAILED
