@@ -28,13 +28,9 @@ SERVING_SWITCH_INTERVAL_SECONDS = 0.001
 _inline_tasks: set[asyncio.Task] = set()
 
 
-def task_submit(*, task_id: int, prepare: bool = False, loaded=None) -> None:
-    """Start a queued task on the configured executor once the current transaction commits.
-    `prepare` (inline only; a blocking caller such as a socket's worker thread): the run is
-    prepared in the calling thread (runner.prepare_run: the task, its history, pitfalls and
-    repository map), so it starts on the serving loop without trips to worker threads;
-    `loaded`: the Task (with its workspace) as the caller just created it, so the preparation
-    does not read it again."""
+def task_submit(*, task_id: int) -> None:
+    """Start a queued task on the configured executor once the current transaction commits
+    (sockets' new tasks: task_submit_many)."""
     config = agent_config()
     if config.executor.kind == "rq":
         if not settings.REDIS_URL:
@@ -49,7 +45,7 @@ def task_submit(*, task_id: int, prepare: bool = False, loaded=None) -> None:
             lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
         )
     else:
-        transaction.on_commit(lambda: _start_inline(task_id, prepare=prepare, loaded=loaded))
+        transaction.on_commit(lambda: _start_inline(task_id))
 
 
 def task_submit_many(*, tasks: list) -> None:
@@ -157,7 +153,7 @@ def _spawn(task_id: int, prepared=None) -> None:
     runner.add_done_callback(lambda _: local_run_ended(task_id))
 
 
-def _start_inline(task_id: int, *, prepare: bool = False, loaded=None) -> None:
+def _start_inline(task_id: int) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
@@ -173,8 +169,5 @@ def _start_inline(task_id: int, *, prepare: bool = False, loaded=None) -> None:
         running = None
     if running is loop:
         _spawn(task_id)
-    else:  # a worker thread: it may prepare the run, off the loop
-        from apps.tasks.runner import prepare_run
-
-        prepared = prepare_run(task_id, loaded) if prepare else None
-        loop.call_soon_threadsafe(_spawn, task_id, prepared, context=contextvars.Context())
+    else:  # a worker thread
+        loop.call_soon_threadsafe(_spawn, task_id, context=contextvars.Context())

@@ -274,8 +274,8 @@ async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """What a run needs before its engine starts, built in the thread that submits the task
-    (executors.task_submit(prepare=True): the socket that created it), so that the run starts
+    """What a run needs before its engine starts, built in a worker thread before the run is
+    spawned (executors.task_submit_many: the tasks sockets just created), so that the run starts
     on the serving loop without waiting for worker threads behind every other starting task."""
 
     task: Task

@@ -135,8 +135,8 @@ async def test_inline_tasks_submitted_from_a_sync_thread_run_on_the_serving_loop
 
 
 async def test_a_run_prepared_in_the_submitting_thread_records_what_an_unprepared_one_does(demo):
-    """executors.task_submit(prepare=True): the socket's worker thread loads the task and builds
-    the engine's task (runner.prepare_run); the run then starts with it, with the same events."""
+    """executors.task_submit_many: a worker thread builds the engine's task (runner.prepare_run)
+    of tasks sockets just created; the run then starts with it, with the same events."""
     from apps.tasks.runner import prepare_run
 
     user, workspace, _ = demo
