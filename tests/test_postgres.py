@@ -27,6 +27,16 @@ def test_migrate_and_bootstrap_on_postgres(postgres_url, tmp_path):
     assert query.stdout.strip().splitlines()[-1].split() == ["postgresql", "1"], query.stderr
 
 
+def shell_after_bootstrap(postgres_url: str, tmp_path, script: str):
+    """`manage.py shell -c script` on the migrated and bootstrapped database."""
+    env = server_env(tmp_path, DATABASE_URL=postgres_url)
+    assert manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
+    assert manage(env, "bootstrap").returncode == 0
+    result = manage(env, "shell", "-c", script)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
 WRITE_EVENTS = """
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -54,11 +64,7 @@ print(task.status, task.last_seq, task.result, task.usage, task.cost, task.error
 def test_the_event_writer_stores_rows_and_status_on_postgres(postgres_url, tmp_path):
     """event_writer.persist_batches builds its own statements (the fields prepare the values):
     JSON, timestamps and the final status must come back as the ORM wrote them."""
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    assert manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
-    assert manage(env, "bootstrap").returncode == 0
-    result = manage(env, "shell", "-c", WRITE_EVENTS)
-    assert result.returncode == 0, result.stderr
+    result = shell_after_bootstrap(postgres_url, tmp_path, WRITE_EVENTS)
     assert result.stdout.strip().splitlines()[-1] == (
         "completed 3 done {'output_tokens': 3} 0.5 None True True (2, 'token', {'text': 'é ok'})"
     )
@@ -93,11 +99,7 @@ def test_tasks_created_together_get_their_ids_on_postgres(postgres_url, tmp_path
     """creation.task_create_many inserts a batch's conversations and tasks in one statement
     each: PostgreSQL returns their ids (RETURNING), and a NUL byte, which it cannot store, is
     refused with its own error before the transaction."""
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    assert manage(env, "migrate", "--noinput", "-v", "0").returncode == 0
-    assert manage(env, "bootstrap").returncode == 0
-    result = manage(env, "shell", "-c", CREATE_MANY)
-    assert result.returncode == 0, result.stderr
+    result = shell_after_bootstrap(postgres_url, tmp_path, CREATE_MANY)
     assert result.stdout.strip().splitlines()[-1] == (
         "True True True invalid_field True True 3 2 one"
     )

@@ -38,6 +38,8 @@ async def open_socket(user, path: str = "/ws/chat/") -> WebsocketCommunicator:
 
 @pytest.fixture
 def people(tmp_path):
+    (tmp_path / "a").mkdir(exist_ok=True)  # the workspaces' directories: their tasks can run
+    (tmp_path / "b").mkdir(exist_ok=True)
     alice, bob = make_user("alice"), make_user("bob")
     return {
         "alice": alice,

@@ -16,23 +16,10 @@ from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
 from apps.tasks.models import Conversation, Task
 from apps.tasks.services import ApplicationError, task_create
-from tests.tasks.factories import make_task, make_user, make_workspace
-from tests.tasks.test_consumer import open_socket
+from tests.tasks.factories import make_task
+from tests.tasks.test_consumer import open_socket, people  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def people(tmp_path):
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    alice, bob = make_user("alice"), make_user("bob")
-    return {
-        "alice": alice,
-        "bob": bob,
-        "alpha": make_workspace("alpha", tmp_path / "a", alice),
-        "beta": make_workspace("beta", tmp_path / "b", bob),
-    }
 
 
 def traced(call):
@@ -52,7 +39,7 @@ def inserts_into(executed: list[str], model) -> list[str]:
     return [sql for sql in executed if sql.startswith(into)]
 
 
-def test_a_batch_is_one_transaction_and_each_message_gets_its_own_outcome(people):
+def test_a_batch_is_one_transaction_and_each_message_gets_its_own_outcome(people):  # noqa: F811
     alice, bob, alpha, beta = people["alice"], people["bob"], people["alpha"], people["beta"]
     earlier = task_create(
         user=alice, workspace=alpha, text="@chat first", client_msg_id="m-1", config=agent_config()
@@ -103,7 +90,7 @@ def test_a_batch_is_one_transaction_and_each_message_gets_its_own_outcome(people
     assert len(inserts_into(executed, Conversation)) == 1, executed
 
 
-def test_a_message_whose_rows_the_database_refuses_fails_alone(people):
+def test_a_message_whose_rows_the_database_refuses_fails_alone(people):  # noqa: F811
     """A real refusal by the database (a trigger standing in for a constraint) in the middle of
     a batch: the batch's transaction is rolled back, then each message is created on its own."""
     alice, alpha = people["alice"], people["alpha"]
@@ -131,7 +118,9 @@ def test_a_message_whose_rows_the_database_refuses_fails_alone(people):
 
 
 async def test_sockets_sending_together_share_a_transaction_and_each_follows_its_task(
-    people, config_file, tmp_path
+    people,  # noqa: F811
+    config_file,
+    tmp_path,
 ):
     script = tmp_path / "script.yaml"
     script.write_text("- match: '(?i)hello'\n  repeat: true\n  text: Hi there.\n")
@@ -189,7 +178,9 @@ async def test_sockets_sending_together_share_a_transaction_and_each_follows_its
 
 
 async def test_a_workspace_whose_repository_map_is_slow_delays_no_one_else(
-    people, config_file, tmp_path
+    people,  # noqa: F811
+    config_file,
+    tmp_path,
 ):
     """alice's workspace takes most of a second to map; bob's message, sent while her run is
     being prepared, starts without waiting for that map."""
