@@ -3,10 +3,10 @@
 When 50 sockets send at once, a transaction per message had each worker thread wait for
 SQLite's write lock (asleep in its busy handler, which does not wake when the lock is freed)
 while the other sockets' messages queued for a free thread. Here the messages of one serving
-loop queue in an `Intake`; one worker thread takes all that are waiting, creates their tasks in
-one transaction (creation.task_create_many), prepares their runs and starts them together
-(executors.task_submit_many). Messages sent meanwhile form the next batch; a lone message is
-a batch of one, with no wait added."""
+loop queue in an `Intake`; one worker thread takes all that are waiting and creates their tasks
+in one transaction (creation.task_create_many); then each workspace's new runs are prepared in a
+thread of their own and start together (executors.task_submit_many). Messages sent meanwhile
+form the next batch; a lone message is a batch of one, with no wait added."""
 
 from __future__ import annotations
 
