@@ -215,8 +215,6 @@ def _insert(model, objects: list) -> None:
 
 def _conversation_to_continue(*, user, conversation, workspace: Workspace | None) -> Conversation:
     """The user's own conversation `conversation` (an id); its workspace must be `workspace`."""
-    from apps.tasks.selectors import conversation_for_user
-
     if isinstance(conversation, bool) or not (
         isinstance(conversation, int) or (isinstance(conversation, str) and conversation.isdigit())
     ):
@@ -224,7 +222,7 @@ def _conversation_to_continue(*, user, conversation, workspace: Workspace | None
             "'conversation' must be a conversation id (an integer), or left out to start a new one",
             {"error_code": "invalid_field"},
         )
-    found = conversation_for_user(user=user, conversation_id=int(conversation))
+    found = selectors.conversation_for_user(user=user, conversation_id=int(conversation))
     if found is None:
         raise ApplicationError(
             "conversation not found: leave 'conversation' out to start a new one",

@@ -11,15 +11,19 @@ form the next batch; a lone message is a batch of one, with no wait added."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 
 from apps.tasks import executors, selectors
 from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
 from apps.tasks.services import ApplicationError
+
+log = logging.getLogger(__name__)
 
 # The most messages in one transaction: a batch's first message waits for the whole batch.
 BATCH_MAX = 64
@@ -94,6 +98,13 @@ class Intake:
         groups: dict[str, list] = {}  # workspace directory -> [(future, new task)]
         for message, request in zip(batch, requests, strict=True):
             outcome = request if isinstance(request, Exception) else next(made)
+            if isinstance(outcome, DatabaseError):  # the database refused this message's rows
+                log.error("the task of a message could not be stored: %s", outcome)
+                outcome = ApplicationError(
+                    "the task could not be stored (the server log says why); send the message "
+                    "again, and report it if this keeps happening",
+                    {"error_code": "task_not_stored"},
+                )
             if isinstance(outcome, Exception):
                 done.append((message.future, outcome))
             elif outcome.last_seq == 0 and outcome.status == "queued":

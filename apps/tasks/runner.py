@@ -120,19 +120,21 @@ def prepare_agent_task(
     return agent_task
 
 
-def repository_map(task: Task, config: AgentkitConfig, mode: str, built: dict | None = None) -> str:
+def repository_map(
+    task: Task, config: AgentkitConfig, mode: str, repo_maps: dict | None = None
+) -> str:
     """The workspace's repository map for the system prompt (blocking: a worker thread calls
     it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built.
-    `built`: the maps built for the tasks prepared together with this one, by workspace
+    `repo_maps`: the maps built for the tasks prepared together with this one, by workspace
     directory (tasks created in one batch, apps/tasks/intake.py, share their workspace's map)."""
     if mode == "direct_chat" or not config.repo_map.enabled:
         return ""
     root = task.workspace.root_dir
-    if built is not None and root in built:
-        return built[root]
+    if repo_maps is not None and root in repo_maps:
+        return repo_maps[root]
     repo_map = _build_repository_map(task, config)
-    if built is not None:
-        built[root] = repo_map
+    if repo_maps is not None:
+        repo_maps[root] = repo_map
     return repo_map
 
 

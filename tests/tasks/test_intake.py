@@ -17,7 +17,12 @@ from apps.tasks.creation import TaskRequest, task_create_many
 from apps.tasks.models import Conversation, Task
 from apps.tasks.services import ApplicationError, task_create
 from tests.tasks.factories import make_task
-from tests.tasks.test_consumer import open_socket, people  # noqa: F401  (fixture)
+from tests.tasks.test_consumer import (  # noqa: F401  (people: a fixture)
+    expect_error,
+    open_socket,
+    people,
+    still_works,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -216,3 +221,41 @@ async def test_a_workspace_whose_repository_map_is_slow_delays_no_one_else(
 
     assert [end["data"]["status"] for end in ends] == ["completed", "completed"]
     assert arrivals.index(("bob", "task_started")) < arrivals.index(("alice", "task_started"))
+
+
+async def test_a_message_the_database_refuses_gets_an_error_frame_and_its_socket_stays_open(
+    people,  # noqa: F811
+    config_file,
+    tmp_path,
+):
+    script = tmp_path / "script.yaml"
+    script.write_text("- match: '(?i)hello'\n  repeat: true\n  text: Hi there.\n")
+    config_file(f"models: {{main: {{provider: scripted, script: {script}}}}}\n")
+
+    def refuse(create: bool):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE TRIGGER refuse_boom BEFORE INSERT ON tasks_task WHEN NEW.goal = 'boom' "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the database'); END"
+                if create
+                else "DROP TRIGGER refuse_boom"
+            )
+
+    await sync_to_async(refuse)(True)
+    try:
+        refused, fine = await open_socket(people["alice"]), await open_socket(people["alice"])
+        await asyncio.gather(
+            refused.send_json_to({"type": "user_message", "text": "@chat boom"}),
+            fine.send_json_to({"type": "user_message", "text": "@chat hello"}),
+        )
+        await expect_error(refused, "task_not_stored")
+        await still_works(refused)
+        while (frame := await fine.receive_json_from(timeout=20))["type"] != "task_finished":
+            pass
+        assert frame["data"]["status"] == "completed"
+        for socket in (refused, fine):
+            await socket.disconnect()
+    finally:
+        await sync_to_async(refuse)(False)
+    goals = await sync_to_async(lambda: list(Task.objects.values_list("goal", flat=True)))()
+    assert goals == ["hello"]
