@@ -32,13 +32,18 @@ from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django 
 
 tune_websocket_stack()  # no per-handshake debug formatting in autobahn (serving.py)
 
-application = ProtocolTypeRouter(
-    {
-        "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            SessionAuthStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
+from apps.tasks.reaper import reaping  # noqa: E402
+
+# The reaper (tasks whose process died) runs on the serving loop from the first connection on.
+application = reaping(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi_app,
+            "websocket": AllowedHostsOriginValidator(
+                SessionAuthStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )
 
 settle_heap()  # last: the channel layer built, the start-up heap frozen (serving.py)

@@ -2,10 +2,11 @@
 database, the spec a run executes (or resumes), its heartbeat, and whether a task was
 interrupted (its process died mid-run).
 
-A running spec task touches its newest spec's `updated_at` every HEARTBEAT_SECONDS while the spec
-is executing or awaiting review; a task still `running` (or `awaiting_review`) whose spec has not
-been touched for STALE_AFTER_SECONDS has no process left running it, and may be resumed
-(`manage.py resume_task`, `POST /api/tasks/<id>/resume`, the chat page's Resume). team_collab
+A task's run beats for it (apps/tasks/liveness.py: one heartbeat thread per process); a task
+still `running` (or `awaiting_review`) whose heartbeat is older than
+`executor.orphan_after_seconds` has no process left running it, and is resumed by the reaper
+(apps/tasks/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
+the chat page's Resume). team_collab
 resumes from its phase checkpoints (finished spec phases are not run again); plan_exec from the
 confirmed spec and its stored events (apps/engine/resume.py: no replanning, the engine phase,
 budgets and conversation where they were).
@@ -14,20 +15,15 @@ budgets and conversation where they were).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
-from django.utils import timezone
 
 from apps.engine.ports import PhaseCheckpoint
 from apps.engine.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
-HEARTBEAT_SECONDS = 2.0
-STALE_AFTER_SECONDS = 6.0
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
-BEATING_SPEC_STATUSES = (SpecStatus.EXECUTING, SpecStatus.PENDING_REVIEW)
 RESUMABLE_MODES = ("plan_exec", "team_collab")
 
 
@@ -91,34 +87,35 @@ def runnable_spec(task_id: int) -> RunnableSpec | None:
     return RunnableSpec(spec.pk, SpecDraft.model_validate(spec.draft))
 
 
-def spec_heartbeat(*, task_id: int) -> None:
-    """The run of the task's spec (executing, or waiting for its review) is alive (see
-    task_interrupted)."""
-    Spec.objects.filter(task_id=task_id, status__in=BEATING_SPEC_STATUSES).update(
-        updated_at=timezone.now()
-    )
+def run_gone(task) -> bool:
+    """No live run holds the task: none claimed it, or its heartbeat is older than
+    `executor.orphan_after_seconds` (apps/tasks/liveness.py)."""
+    from apps.tasks.liveness import heartbeat_stale
+
+    return task.run_owner == "" or heartbeat_stale(task.heartbeat_at)
 
 
 def spec_stale(spec: Spec) -> bool:
-    """No run has beaten for the spec for more than STALE_AFTER_SECONDS."""
-    return spec.updated_at < timezone.now() - timedelta(seconds=STALE_AFTER_SECONDS)
+    """The spec's task has no live run (its process died while the spec waited or ran)."""
+    return run_gone(spec.task)
 
 
 def task_interrupted(task) -> bool:
-    """A plan_exec or team_collab task left `running` by a process that is gone: its executing
-    spec's heartbeat stopped more than STALE_AFTER_SECONDS ago. (One that died waiting for a
-    review goes on when the review is answered: apps/specs/services.spec_review_reply.)"""
+    """A plan_exec or team_collab task left `running` by a process that is gone: its spec is
+    executing and no live run holds the task. (One that died waiting for a review goes on when
+    the review is answered: apps/specs/services.spec_review_reply.)"""
     if task.mode not in RESUMABLE_MODES or task.status not in ("running", "queued"):
         return False
     spec = Spec.objects.filter(task_id=task.pk).order_by("-revision").first()
     if spec is None or spec.status != SpecStatus.EXECUTING:
         return False
-    return spec_stale(spec)
+    return run_gone(task)
 
 
 def task_resume(*, task, force: bool = False) -> None:
-    """Check that `task` may resume from its checkpoints, and claim it (a fresh heartbeat, so a
-    second resume is refused). The caller then runs it (executor or in process)."""
+    """Check that `task` may resume from its checkpoints. The caller then runs it (executor or in
+    process); the run's claim (apps/tasks/liveness.py) makes sure only one run goes on."""
+    from apps.tasks.liveness import orphan_after_seconds
     from apps.tasks.models import FINAL_STATUSES, Task
     from apps.tasks.services import ApplicationError
 
@@ -142,12 +139,14 @@ def task_resume(*, task, force: bool = False) -> None:
     if not force and not task_interrupted(task):
         raise ApplicationError(
             f"task {task.pk} is still running (its heartbeat is less than "
-            f"{STALE_AFTER_SECONDS:g}s old); wait, or if its process is gone, resume with --force",
+            f"{orphan_after_seconds():g}s old); wait, or if its process is gone, resume with "
+            "--force",
             {"error_code": "task_alive"},
         )
-    with transaction.atomic():
-        Spec.objects.filter(pk=spec.spec_id).update(updated_at=timezone.now())  # claimed
-        Task.objects.filter(pk=task.pk).update(cancel_requested_at=None)
+    update = {"cancel_requested_at": None}
+    if force:  # the process that holds it is known to be gone: its claim goes
+        update["run_owner"] = ""
+    Task.objects.filter(pk=task.pk).update(**update)
 
 
 def resume_point_for(task_id: int):

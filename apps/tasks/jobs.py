@@ -6,6 +6,12 @@ import asyncio
 
 
 def run_task_job(task_id: int) -> str:
+    return asyncio.run(_run(task_id))
+
+
+async def _run(task_id: int) -> str:
+    from apps.tasks.reaper import reaper_start
     from apps.tasks.runner import run_task
 
-    return asyncio.run(run_task(task_id))
+    reaper_start()  # a worker running tasks reaps too (reaper.py)
+    return await run_task(task_id)

@@ -114,6 +114,13 @@ class Task(models.Model):
     )
     last_seq = models.PositiveIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # The run that holds the task (apps/tasks/liveness.py): "" when none; its process touches
+    # `heartbeat_at` every few seconds. A task `queued` or `running` whose heartbeat is older than
+    # `executor.orphan_after_seconds` has no live run: the reaper ends or resumes it (reaper.py).
+    run_owner = models.CharField(max_length=80, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # How many times the reaper handed the task to a new run after its run died.
+    orphaned = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -125,6 +132,8 @@ class Task(models.Model):
             models.Index(fields=["user", "-created_at"]),
             # The re-send check of every created task (services.task_create).
             models.Index(fields=["user", "client_msg_id"], name="tasks_task_user_client_msg"),
+            # The reaper's look for tasks without a live run (reaper.py).
+            models.Index(fields=["status", "heartbeat_at"], name="tasks_task_status_beat"),
         ]
 
     def __str__(self) -> str:
@@ -161,6 +170,19 @@ class TaskEvent(models.Model):
             "ts": self.ts.isoformat(),
             "data": self.data,
         }
+
+
+class WorkspaceLease(models.Model):
+    """The one run that may change a workspace now (react, plan_exec, team_collab; apps/tasks/
+    leases.py). It lives as long as its task's run: a holder that ended, or whose heartbeat went
+    stale (its process died), gives it up to the next waiting task."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="lease")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="leases")
+    acquired_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.workspace} held by task #{self.task_id}"
 
 
 class ApiToken(models.Model):

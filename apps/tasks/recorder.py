@@ -57,11 +57,18 @@ from apps.tasks.models import Task, TaskEvent
 
 log = logging.getLogger(__name__)
 
+
+class StorageFailed(Exception):
+    """The task's events could not be written, a second try included: the runner ends the task
+    through the minimal write path (ending.py, `storage_error`)."""
+
+
 # Written (with all queued before them) before record() returns: they change the task's status
 # or stop the run, and a client acting on them must find the database in agreement; a
 # `phase_changed` is the checkpoint a resumed plan_exec run goes on from (resume.py).
 IMMEDIATE = frozenset(
     {
+        "task_waiting",
         "task_started",
         "task_resumed",
         "phase_changed",
@@ -111,7 +118,7 @@ class EventRecorder:
             "client_msg_id": task.client_msg_id,
             "conversation": task.conversation_id,
         }
-        self.finished = False
+        self.finished = False  # task_finished is committed
         # The status the committed task_finished row carried (None until it committed). The row
         # set it unless the task had already ended otherwise, which the hook keeps too.
         self.final_written: str | None = None
@@ -149,11 +156,10 @@ class EventRecorder:
         )
         event.message = message = event.as_message()  # made once: delivered as it is
         self._queued.append(event)
-        if kind == "task_finished":
-            self.finished = True
         if kind in self.immediate or len(self._queued) >= MAX_QUEUED:
             await self.flush()
             if kind == "task_finished":
+                self.finished = True
                 self.final_written = data.get("status")
         elif not (
             (kind in PACED or time.monotonic() - self._last_flush >= self.window)
@@ -163,9 +169,28 @@ class EventRecorder:
         return message
 
     async def flush(self) -> None:
-        """Write and broadcast everything queued so far (waits for a write in flight)."""
+        """Write and broadcast everything queued so far (waits for a write in flight). A write
+        that fails is tried once more; then StorageFailed."""
         async with self._lock:
-            await self._write_queued()
+            try:
+                await self._write_queued()
+            except (asyncio.CancelledError, StorageFailed):
+                raise
+            except Exception as first:
+                log.warning("writing events of task %s failed; trying once more", self.task_id)
+                try:
+                    await self._write_queued()  # the failed batch is back in front
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    raise StorageFailed(f"{type(exc).__name__}: {exc}") from first
+
+    def abandon(self) -> None:
+        """Storage failed for good: drop what is queued (the runner ends the task otherwise)."""
+        self._queued = []
+        self._inflight = None
+        self._failure = None
+        self.finished = True
 
     async def aclose(self) -> None:
         """Write what is still queued; the runner calls it in its `finally`. Shielded so that a
@@ -220,7 +245,7 @@ class EventRecorder:
         batch, self._queued = self._queued, []
         self._last_flush = time.monotonic()
         written = submit_events(self.task_id, batch)
-        self._inflight = (asyncio.ensure_future(self._commit(batch, written)), batch)
+        self._inflight = (asyncio.ensure_future(self._commit(batch, written)), batch, written)
 
     async def _write_queued(self) -> None:
         """Caller holds the lock. Commit the queued events in one transaction, then broadcast."""
@@ -234,13 +259,18 @@ class EventRecorder:
         """Wait for the write in flight; a failed one puts its events back in front."""
         if self._inflight is None:
             return
-        future, batch = self._inflight
+        future, batch, written = self._inflight
         try:
             await asyncio.shield(future)
         except asyncio.CancelledError:
             if not future.done():
                 raise  # this caller was cancelled; the write goes on and is settled later
             self._inflight = None
+            # The commit's follow-up was cancelled (the loop shutting down): the writer thread
+            # may have committed the rows all the same. Written again they would take their
+            # seqs twice (IntegrityError); only rows it did not write go back in the queue.
+            if await _committed(written):
+                return
             self._queued[:0] = batch
             raise
         except Exception:
@@ -250,8 +280,9 @@ class EventRecorder:
         self._inflight = None
 
     async def _commit(self, batch: list[TaskEvent], written: asyncio.Future) -> None:
-        # The process's writer thread commits it with the other tasks' waiting batches.
-        await written
+        # The process's writer thread commits it with the other tasks' waiting batches. Shielded:
+        # if this task is cancelled, `written` still learns what the writer did (_settle).
+        await asyncio.shield(written)
         self.flushes += 1
         messages = [event.message for event in batch]
         await deliver_local(self.task_id, messages)  # this process's sockets: at once
@@ -266,3 +297,16 @@ class EventRecorder:
             self._published = self._publisher.publish(
                 group, {"type": "task.events", "events": chunk}, must=must
             )
+
+
+async def _committed(written: asyncio.Future) -> bool:
+    """Whether the writer committed the batch of `written` (waits for its answer)."""
+    try:
+        await asyncio.shield(written)
+    except asyncio.CancelledError:
+        if written.cancelled():
+            return False
+        raise
+    except Exception:
+        return False
+    return True

@@ -47,9 +47,11 @@ from apps.tasks.failure import (
 )
 from apps.tasks.history import conversation_history
 from apps.tasks.lifecycle import RunnerHooks, finish_task, run_to_completion
+from apps.tasks.liveness import run_claim
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
-from apps.tasks.recorder import EventRecorder
+from apps.tasks.recorder import EventRecorder, StorageFailed
+from apps.tasks.run_guard import claim_task, end_on_storage_failure, release, take_workspace
 from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
@@ -248,26 +250,6 @@ def build_team(
     )
 
 
-async def _beating(task_id: int, stream):
-    """A spec mode's events; meanwhile the spec's heartbeat (executing, or awaiting review)
-    tells a live run from one whose process died (apps/specs/checkpoints.py)."""
-    beat = asyncio.create_task(_heartbeat(task_id))
-    try:
-        async with aclosing(stream) as events:
-            async for event in events:
-                yield event
-    finally:
-        beat.cancel()
-
-
-async def _heartbeat(task_id: int) -> None:
-    beat = sync_to_async(spec_checkpoints.spec_heartbeat, thread_sensitive=False)
-    while True:
-        with contextlib.suppress(Exception):  # a missed beat only delays a resume
-            await beat(task_id=task_id)
-        await asyncio.sleep(spec_checkpoints.HEARTBEAT_SECONDS)
-
-
 async def _watch_cancel(task_id: int, token: CancellationToken) -> None:
     """Cancellation requested through the API or a socket (any process) reaches the engine here
     (one poll for all tasks of this loop: cancel_watch.py)."""
@@ -283,6 +265,7 @@ class PreparedRun:
     task: Task
     agent_task: AgentTask | None = None
     failure: Exception | None = None  # raised while preparing: run_task reports it
+    claim: str | None = None  # the run's claim on the task (liveness.py), taken while preparing
 
 
 def prepare_run(
@@ -299,9 +282,16 @@ def prepare_run(
     if task is None or task.status in FINAL_STATUSES:
         return None
     try:
-        return PreparedRun(task, prepare_agent_task(task, agent_config(), repo_maps))
+        claim = run_claim(task.pk)
+    except Exception:
+        log.exception("task %s could not be claimed while preparing its run", task_id)
+        return None
+    if claim is None:  # another live run holds it (a re-sent message): run_task says so
+        return None
+    try:
+        return PreparedRun(task, prepare_agent_task(task, agent_config(), repo_maps), claim=claim)
     except Exception as exc:  # RunAborted (a mode not available) or a crash: reported by the run
-        return PreparedRun(task, failure=exc)
+        return PreparedRun(task, failure=exc, claim=claim)
 
 
 async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
@@ -315,15 +305,26 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
         return "missing"
     if task.status in FINAL_STATUSES:
         return task.status
+    claim = prepared.claim if prepared is not None else await claim_task(task.pk)
+    if claim is None:  # another run holds the task and beats: it is not run twice
+        log.info("task %s: another live run holds it; not started again", task_id)
+        status = await sync_to_async(selectors.task_status, thread_sensitive=False)(task_id=task_id)
+        return status or "missing"
     recorder = EventRecorder(task)
     token = CancellationToken()
     watcher = asyncio.create_task(_watch_cancel(task.pk, token))
     gateway: Gateway | None = None
     http = None  # this loop's client, shared with the other running tasks (llm_clients.py)
     started = time.monotonic()
+    leased = False
     try:
         config = agent_config()
         recorder.secrets = secrets_of(config)
+        taken = await take_workspace(recorder, task, token)  # one writer per workspace
+        leased = bool(taken)
+        if taken is False:  # cancelled while it waited for the workspace
+            await _end_unstarted(recorder, task, "cancelled")
+            return "cancelled"
         if prepared is not None and prepared.failure is not None:
             raise prepared.failure
         if prepared is not None and prepared.agent_task is not None:
@@ -345,10 +346,12 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             stream = engine.run(agent_task, cancel=token)
         if task.mode in spec_checkpoints.RESUMABLE_MODES:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
-            stream = _beating(task.pk, stream)
         await _record(recorder, stream, checkpoints)
     except RunAborted as aborted:
-        await _abort(recorder, task, aborted.error_struct, started)
+        await _abort_or_end(recorder, task, claim, aborted.error_struct, started)
+    except StorageFailed:
+        log.exception("task %s: its events could not be stored", task_id)
+        await end_on_storage_failure(recorder, task, claim)
     except asyncio.CancelledError:
         if not recorder.finished:  # the review the run left open is resolved all the same
             await close_open_reviews(recorder)
@@ -356,19 +359,14 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
     except Exception:
         log.exception("task %s crashed in the runner", task_id)
         if not recorder.finished:
-            await _abort(
-                recorder,
-                task,
-                {
-                    "error_code": "internal_error",
-                    "message": "agentkit failed while running this task; the server log has the details",
-                    "suggestions": ["Try again; if it keeps failing, report it with the task id."],
-                    "retryable": True,
-                },
-                started,
-            )
+            await _abort_or_end(recorder, task, claim, INTERNAL_ERROR, started)
     finally:
-        await recorder.aclose()  # whatever the engine yielded is written, even on a cancel
+        try:  # whatever the engine yielded is written, even on a cancel
+            await recorder.aclose()
+        except StorageFailed:
+            log.exception("task %s: its last events could not be stored", task_id)
+            await end_on_storage_failure(recorder, task, claim)
+        await release(task, claim, leased)
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
@@ -391,6 +389,32 @@ async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
             await recorder.record(event.type, event.data, event.ts)
             if checkpoints is not None and event.type == "phase_changed":
                 await checkpoints.save(phase_checkpoint(event.data))
+
+
+INTERNAL_ERROR = {
+    "error_code": "internal_error",
+    "message": "agentkit failed while running this task; the server log has the details",
+    "suggestions": ["Try again; if it keeps failing, report it with the task id."],
+    "retryable": True,
+}
+
+
+async def _abort_or_end(
+    recorder: EventRecorder, task: Task, claim: str, error_struct: dict, started: float
+) -> None:
+    """_abort; when even its events cannot be stored, the minimal end (storage_error)."""
+    try:
+        await _abort(recorder, task, error_struct, started)
+    except StorageFailed:
+        log.exception("task %s: the end of its run could not be stored", task.pk)
+        await end_on_storage_failure(recorder, task, claim)
+
+
+async def _end_unstarted(recorder: EventRecorder, task: Task, status: str) -> None:
+    """A run that ends before its engine started (cancelled while it waited for the workspace)."""
+    result = TaskResult(task_id=task.pk, status=status)
+    await recorder.record("task_finished", result.event_data())
+    await run_to_completion(finish_task, task.pk, result)
 
 
 async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:

@@ -174,7 +174,22 @@ def task_request_cancel(*, task) -> bool:
         .exclude(status__in=FINAL_STATUSES)
         .update(cancel_requested_at=now)
     )
+    if updated or task.status not in FINAL_STATUSES:
+        updated = _end_if_no_run(task.pk) or updated
     return bool(updated)
+
+
+def _end_if_no_run(task_id: int) -> bool:
+    """A cancelled task that no live run holds (its process died, or it waits in a queue) ends
+    now: no run would notice the request (liveness.py). A run that claims it later finds it
+    ended and does nothing."""
+    from apps.specs.checkpoints import run_gone
+    from apps.tasks.ending import publish_blocking, task_end_now
+
+    messages = task_end_now(task_id, "cancelled", expect=run_gone)
+    if messages:
+        publish_blocking(task_id, messages)
+    return bool(messages)
 
 
 def task_delete(*, user, task) -> None:

@@ -18,9 +18,9 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from apps.engine.planner import parse_draft
-from apps.specs.checkpoints import HEARTBEAT_SECONDS
 from apps.specs.models import Spec
 from apps.specs.services import spec_review_open, spec_set_status, spec_store
+from apps.tasks.liveness import HEARTBEAT_SECONDS
 from apps.tasks.models import Task
 from apps.tasks.runner import run_task
 from tests.specs.conftest import (
@@ -55,8 +55,9 @@ def task_with_spec(user, ws, *, spec_status: str, task_status: str, stale: bool)
     else:
         spec_set_status(spec_id=spec.pk, status=spec_status)
     Task.objects.filter(pk=task.pk).update(status=task_status)
-    if stale:
-        Spec.objects.filter(pk=spec.pk).update(updated_at=timezone.now() - timedelta(seconds=60))
+    # The run that holds it: its heartbeat fresh, or stopped a minute ago (liveness.py).
+    beat = timezone.now() - timedelta(seconds=60) if stale else timezone.now()
+    Task.objects.filter(pk=task.pk).update(run_owner="host:1:run", heartbeat_at=beat)
     return Task.objects.get(pk=task.pk)
 
 
@@ -162,10 +163,10 @@ async def test_a_run_awaiting_review_keeps_its_heartbeat_so_a_reply_resumes_it_n
     running = asyncio.create_task(run_task(task.pk))
     review = await wait_until(pending_review(task.pk))
     old = timezone.now() - timedelta(seconds=60)
-    await sync_to_async(Spec.objects.filter(pk=review.spec_id).update)(updated_at=old)
+    await sync_to_async(Task.objects.filter(pk=task.pk).update)(heartbeat_at=old)
 
-    def beaten():  # the live run touches its spec again while it waits
-        return Spec.objects.filter(pk=review.spec_id, updated_at__gt=old).exists()
+    def beaten():  # the live run touches its task again while it waits
+        return Task.objects.filter(pk=task.pk, heartbeat_at__gt=old).exists()
 
     await wait_until(beaten, timeout=HEARTBEAT_SECONDS * 5)
     client = await sync_to_async(client_of)(user)

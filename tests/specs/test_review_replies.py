@@ -8,10 +8,12 @@ import asyncio
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.utils import timezone
 
 from apps.engine.planner import parse_draft
 from apps.specs.models import Spec, SpecReview
 from apps.specs.services import spec_review_open, spec_store
+from apps.tasks.models import Task
 from apps.tasks.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
@@ -36,8 +38,10 @@ def review_state(review_id):
 
 
 def open_review(user, ws):
-    """A task whose spec waits for review (as the gate leaves it), without a running engine."""
+    """A task whose spec waits for review (as the gate leaves it), without a running engine;
+    its run's claim and heartbeat fresh, as a live run keeps them (apps/tasks/liveness.py)."""
     task = new_task(user, ws)
+    Task.objects.filter(pk=task.pk).update(run_owner="host:1:run", heartbeat_at=timezone.now())
     draft, _ = parse_draft(spec_json(), "goal")
     spec = spec_store(task_id=task.pk, draft=draft)
     return spec, spec_review_open(spec_id=spec.pk)

@@ -17,11 +17,11 @@ import time
 
 import pytest
 
-from apps.specs.checkpoints import STALE_AFTER_SECONDS
 from tests.fakes.llm_server import FakeLLMServer
 from tests.support import ROOT, manage, server_env
 
 pytestmark = pytest.mark.slow
+ORPHAN_AFTER = 5  # executor.orphan_after_seconds: the dead run's heartbeat is stale after this
 
 SPEC = {
     "goal": "write out.txt",
@@ -84,6 +84,7 @@ spec_review: {{enabled: false}}
 verification: {{modes: {{plan_exec: false}}}}
 repo_map: {{enabled: false}}
 evolution: {{enabled: false}}
+executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
 """
         )
         env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
@@ -123,7 +124,7 @@ evolution: {{enabled: false}}
         refused = manage(env, "resume_task", str(task_id))  # its heartbeat is still fresh
         assert refused.returncode != 0 and "still running" in refused.stderr
 
-        time.sleep(STALE_AFTER_SECONDS + 1)  # the dead run's heartbeat goes stale
+        time.sleep(ORPHAN_AFTER + 1)  # the dead run's heartbeat goes stale
         resumed = manage(env, "resume_task", str(task_id))
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"task {task_id}: completed" in resumed.stdout

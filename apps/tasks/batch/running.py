@@ -34,6 +34,7 @@ from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.event_writer import event_writer
 from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
+from apps.tasks.reaper import reaper_start
 from apps.tasks.runner import run_task
 from apps.tasks.services import ApplicationError, task_request_cancel
 
@@ -117,6 +118,7 @@ async def run_batch(
     threads = min(4 * options.concurrency + 4, MAX_THREADS)
     loop.set_default_executor(ThreadPoolExecutor(max_workers=threads))
     creator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-create")
+    reaper_start()  # tasks of other processes that died are ended or resumed here too
     await _prestart(creator, workers=min(threads, options.concurrency + 2))
     started = time.monotonic()
 

@@ -1,0 +1,126 @@
+"""One writer per workspace: a run that may change its workspace (react, plan_exec, team_collab)
+holds the workspace's lease (`WorkspaceLease`, one row per workspace) from before its first
+step to its end; direct_chat, which changes nothing, never waits for it.
+
+A second run finds the lease held and waits, still `queued`, with a `task_waiting` event that
+says for which task ("waiting for task #12 on this workspace"); it takes the lease when the
+holder ends. Waiting runs take it in the order their tasks were created. The lease lives as long
+as its holder's run: a holder that has ended, or whose heartbeat went stale (its process died,
+liveness.py), gives it up to the next run that asks — nothing to clean up after a crash.
+
+A run waiting in this process wakes as soon as a run of this process releases the lease; runs of
+other processes are seen within WAIT_POLL_SECONDS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from apps.tasks.liveness import heartbeat_stale
+from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus, WorkspaceLease
+
+LEASED_MODES = frozenset({"react", "plan_exec", "team_collab"})
+WAIT_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The lease is not this run's yet: `task_id` goes first."""
+
+    task_id: int
+    holds: bool  # True: it holds the lease; False: it waits too and was queued earlier
+
+    @property
+    def reason(self) -> str:
+        return f"waiting for task #{self.task_id} on this workspace"
+
+
+def _live(task: Task | None) -> bool:
+    return (
+        task is not None
+        and task.status not in FINAL_STATUSES
+        and task.run_owner != ""
+        and not heartbeat_stale(task.heartbeat_at)
+    )
+
+
+def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
+    """Blocking. Take the workspace's lease for the task (None), or say whom it waits for."""
+    with transaction.atomic():
+        lease = WorkspaceLease.objects.select_for_update().filter(workspace_id=workspace_id).first()
+        if lease is not None and lease.task_id == task_id:
+            return None
+        if lease is not None:
+            holder = Task.objects.filter(pk=lease.task_id).first()
+            if _live(holder):
+                return Waiting(holder.pk, holds=True)
+        earlier = _earlier_waiter(task_id, workspace_id)
+        if earlier is not None:
+            return Waiting(earlier, holds=False)
+        if lease is None:
+            try:
+                with transaction.atomic():
+                    WorkspaceLease.objects.create(workspace_id=workspace_id, task_id=task_id)
+            except IntegrityError:  # another process took it first: ask again
+                return lease_acquire(task_id=task_id, workspace_id=workspace_id)
+        else:
+            lease.task_id = task_id
+            lease.save(update_fields=["task", "acquired_at"])
+    return None
+
+
+def _earlier_waiter(task_id: int, workspace_id: int) -> int | None:
+    """A task of the workspace created before this one whose live run waits for the lease too."""
+    waiting = Task.objects.filter(
+        workspace_id=workspace_id,
+        status=TaskStatus.QUEUED,
+        mode__in=LEASED_MODES,
+        pk__lt=task_id,
+    ).exclude(run_owner="")
+    for task in waiting.order_by("pk").only("pk", "status", "run_owner", "heartbeat_at"):
+        if _live(task):
+            return task.pk
+    return None
+
+
+def lease_release(*, task_id: int, workspace_id: int) -> None:
+    """Blocking. The run ended: the lease goes (if it still holds it)."""
+    WorkspaceLease.objects.filter(workspace_id=workspace_id, task_id=task_id).delete()
+    _released(workspace_id)
+
+
+def lease_holder(*, workspace_id: int) -> int | None:
+    """The task whose live run holds the workspace's lease, if any."""
+    lease = WorkspaceLease.objects.filter(workspace_id=workspace_id).select_related("task").first()
+    return lease.task_id if lease is not None and _live(lease.task) else None
+
+
+# Runs of this process waiting for a workspace, woken when one of this process's runs releases
+# it (by loop: an asyncio.Event belongs to one loop).
+_waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+
+
+def _released(workspace_id: int) -> None:
+    for loop, event in list(_waiters.get(workspace_id, ())):
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(event.set)
+
+
+async def wait_for_release(workspace_id: int, timeout: float = WAIT_POLL_SECONDS) -> None:
+    """Until a run of this process releases the workspace, or `timeout` passes."""
+    event = asyncio.Event()
+    entry = (asyncio.get_running_loop(), event)
+    _waiters.setdefault(workspace_id, set()).add(entry)
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except TimeoutError:
+        pass
+    finally:
+        waiters = _waiters.get(workspace_id)
+        if waiters is not None:
+            waiters.discard(entry)
+            if not waiters:
+                _waiters.pop(workspace_id, None)

@@ -1,0 +1,180 @@
+"""Tasks with no live run are ended or resumed: no task stays `queued` or `running` forever
+because the process that ran it died (killed, out of memory, a lost machine, a restart).
+
+Every process that runs tasks (the web server with the inline executor, an RQ worker's job, a
+batch run) reaps every REAP_SECONDS, on its event loop (`reaper_start`): a task `queued` or
+`running` whose heartbeat (liveness.py) is older than `executor.orphan_after_seconds` — or that
+never got one and was queued that long ago, and is not waiting in RQ's queue — is
+
+- started again when it never began its work (`queued`: created, or waiting for its workspace,
+  when its process died; it changed nothing yet);
+- ended `cancelled` when a cancel was asked for it;
+- resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec
+  (apps/engine/resume.py; at most MAX_HANDOVERS times, then it is ended as below);
+- else ended `failed` with error_code `interrupted` (ending.py: an `error` and `task_finished`
+  event, so every socket and API client sees the end).
+
+Exactly once: each of these is a conditional write on the heartbeat and owner the reaper read, so
+of several processes reaping at once one acts, and a run that came back to life keeps its task.
+A task handed to a new run gets a fresh heartbeat at once, so no reaper takes it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from django.db.models import F, Q
+from django.utils import timezone
+
+from apps.tasks.ending import INTERRUPTED, publish, task_end_now
+from apps.tasks.liveness import stale_before
+from apps.tasks.models import Task, TaskStatus
+
+log = logging.getLogger(__name__)
+
+REAP_SECONDS = 5.0
+MAX_HANDOVERS = 3  # runs given to a task whose runs keep dying (an out-of-memory loop)
+BATCH = 100
+
+
+def orphans() -> list[Task]:
+    cutoff = stale_before()
+    never_beaten = Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
+    return list(
+        Task.objects.filter(status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING))
+        .filter(Q(heartbeat_at__lt=cutoff) | never_beaten)
+        .order_by("pk")[:BATCH]
+    )
+
+
+def _rq_pending(task_id: int) -> bool:
+    """The task's RQ job still waits for (or just reached) a worker."""
+    from django.conf import settings
+
+    from apps.tasks.conf import agent_config
+
+    if agent_config().executor.kind != "rq" or not settings.REDIS_URL:
+        return False
+    try:
+        import django_rq
+        from rq.exceptions import NoSuchJobError
+        from rq.job import Job
+
+        job = Job.fetch(f"task-{task_id}", connection=django_rq.get_connection())
+    except NoSuchJobError:
+        return False
+    except Exception:  # Redis unreachable: do not guess; the next round asks again
+        log.warning("reaper: RQ could not be asked about task %s", task_id, exc_info=True)
+        return True
+    return job.get_status(refresh=False) in {"queued", "started", "deferred", "scheduled"}
+
+
+def _same(seen: Task):
+    """`expect` for task_end_now: nobody claimed or beat for the task since the reaper read it."""
+    return lambda now: (
+        now.run_owner == seen.run_owner
+        and now.heartbeat_at == seen.heartbeat_at
+        and now.status == seen.status
+    )
+
+
+def _hand_over(seen: Task) -> bool:
+    """Give the task to a new run: a fresh heartbeat (no other reaper takes it), no owner (the
+    new run's claim succeeds). False when someone else acted first."""
+    same = Task.objects.filter(
+        pk=seen.pk, run_owner=seen.run_owner, status=seen.status, heartbeat_at=seen.heartbeat_at
+    )
+    return bool(same.update(run_owner="", heartbeat_at=timezone.now(), orphaned=F("orphaned") + 1))
+
+
+def _resumable(task: Task) -> bool:
+    from apps.specs.checkpoints import RESUMABLE_MODES, runnable_spec
+
+    return task.mode in RESUMABLE_MODES and runnable_spec(task.pk) is not None
+
+
+def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
+    """Blocking: end or hand over one orphan. Returns (what was done, the events written), or
+    None when nothing was done (it waits in RQ's queue, or another process acted first)."""
+    from apps.tasks.executors import task_submit
+
+    if task.heartbeat_at is None and task.status == TaskStatus.QUEUED and _rq_pending(task.pk):
+        return None
+    if task.cancel_requested_at is not None:
+        messages = task_end_now(task.pk, TaskStatus.CANCELLED, expect=_same(task))
+        return ("cancelled", messages) if messages else None
+    again = task.status == TaskStatus.QUEUED or _resumable(task)
+    if again and task.orphaned < MAX_HANDOVERS:
+        if not _hand_over(task):
+            return None
+        task_submit(task_id=task.pk)
+        return ("restarted" if task.status == TaskStatus.QUEUED else "resumed"), None
+    messages = task_end_now(task.pk, TaskStatus.FAILED, INTERRUPTED, expect=_same(task))
+    return ("interrupted", messages) if messages else None
+
+
+def reap() -> list[tuple[int, str, list[dict] | None]]:
+    """Blocking: one round over the orphans."""
+    close_old_connections()
+    done = []
+    for task in orphans():
+        try:
+            outcome = reap_one(task)
+        except Exception:
+            log.exception("reaper: task %s could not be ended or resumed", task.pk)
+            continue
+        if outcome is not None:
+            log.warning("reaper: task %s had no live run: %s", task.pk, outcome[0])
+            done.append((task.pk, *outcome))
+    return done
+
+
+async def reap_round() -> list[tuple[int, str, list[dict] | None]]:
+    done = await sync_to_async(reap, thread_sensitive=False)()
+    for task_id, _, messages in done:
+        if messages:
+            await publish(task_id, messages)
+    return done
+
+
+_reapers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
+
+
+def reaper_start() -> None:
+    """Reap on the running loop from now on (once per loop)."""
+    loop = asyncio.get_running_loop()
+    running = _reapers.get(loop)
+    if running is not None and not running.done():
+        return
+    for other in [known for known in _reapers if known.is_closed()]:
+        _reapers.pop(other, None)
+    _reapers[loop] = loop.create_task(_reap_forever(), name="agentkit-reaper")
+
+
+async def _reap_forever() -> None:
+    while True:
+        # Processes started together do not all reap at the same moment.
+        await asyncio.sleep(REAP_SECONDS * random.uniform(0.8, 1.2))
+        try:
+            await reap_round()
+        except Exception:
+            log.warning("reaper round failed", exc_info=True)
+
+
+def reaping(app):
+    """An ASGI application that starts the reaper on the serving loop at its first connection
+    (the server's loop is not running yet when the application is built)."""
+    started = False
+
+    async def application(scope, receive, send):
+        nonlocal started
+        if not started:
+            started = True
+            reaper_start()
+        return await app(scope, receive, send)
+
+    return application

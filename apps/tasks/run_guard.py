@@ -1,0 +1,95 @@
+"""What a run holds besides its events, for runner.py: its claim on the task (liveness.py), the
+workspace's lease (leases.py), and the way out when its events cannot be stored (ending.py).
+
+    claim = await claim_task(task_id)             # None: another live run holds the task
+    taken = await take_workspace(recorder, task, token)   # waits, `queued`, with task_waiting
+    ...
+    await release(task, claim, leased)           # in the run's finally, run to completion
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import sync_to_async
+
+from apps.engine.cancellation import CancellationToken
+from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now
+from apps.tasks.leases import LEASED_MODES, lease_acquire, lease_release, wait_for_release
+from apps.tasks.lifecycle import run_to_completion
+from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.models import Task
+from apps.tasks.recorder import EventRecorder
+
+log = logging.getLogger(__name__)
+
+
+async def claim_task(task_id: int) -> str | None:
+    return await sync_to_async(run_claim, thread_sensitive=False)(task_id)
+
+
+async def take_workspace(
+    recorder: EventRecorder, task: Task, token: CancellationToken
+) -> bool | None:
+    """Hold the task's workspace before the run changes it: True once held, None for a mode
+    that does not need it (direct_chat), False when the task was cancelled while it waited.
+    While another run holds it, the task stays `queued`; a `task_waiting` event names the task
+    it waits for (again when that changes)."""
+    if task.mode not in LEASED_MODES:
+        return None
+    acquire = sync_to_async(lease_acquire, thread_sensitive=False)
+    said = None
+    while True:
+        waiting = await acquire(task_id=task.pk, workspace_id=task.workspace_id)
+        if waiting is None:
+            return True
+        if waiting.task_id != said:
+            said = waiting.task_id
+            await recorder.record(
+                "task_waiting", {"reason": waiting.reason, "waiting_for": waiting.task_id}
+            )
+        if token.cancelled:
+            return False
+        await wait_for_release(task.workspace_id)
+
+
+def _release(task_id: int, workspace_id: int, claim: str | None, leased: bool) -> None:
+    try:
+        if leased:
+            lease_release(task_id=task_id, workspace_id=workspace_id)
+    finally:
+        if claim is not None:
+            run_release(task_id, claim)
+
+
+async def release(task: Task, claim: str | None, leased: bool) -> None:
+    """The run is over: the workspace and the task are free for the next run (even when the run
+    is being cancelled: lifecycle.run_to_completion)."""
+    if claim is None and not leased:
+        return
+    try:
+        await run_to_completion(_release, task.pk, task.workspace_id, claim, leased)
+    except Exception:  # the heartbeat stops with the run: the lease and claim go stale anyway
+        log.exception("task %s: its claim or workspace lease could not be released", task.pk)
+
+
+async def end_on_storage_failure(recorder: EventRecorder, task: Task, claim: str | None) -> None:
+    """The task's events could not be stored (a second try included): end it `failed` with
+    `storage_error` through the minimal write path, and tell its sockets."""
+    recorder.abandon()
+
+    def ours(current: Task) -> bool:
+        return claim is None or current.run_owner == claim
+
+    try:
+        messages = await run_to_completion(
+            task_end_now, task.pk, "failed", STORAGE_ERROR, expect=ours, final_too=True
+        )
+    except Exception:  # the database is gone: the reaper ends it once the heartbeat stops
+        log.exception("task %s: even the minimal end could not be written", task.pk)
+        recorder.stored_status = None
+        return
+    # Over whatever the engine's end-of-run hook stored meanwhile (run_task returns this).
+    recorder.stored_status = "failed" if messages else None
+    if messages:
+        await publish(task.pk, messages)
