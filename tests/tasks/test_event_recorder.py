@@ -246,3 +246,25 @@ async def test_one_tasks_bad_batch_does_not_fail_another_tasks_events(tmp_path):
         await asyncio.wrap_future(failing)
     await asyncio.wrap_future(fine)
     assert await sync_to_async(_stored)(second.pk) == [(1, "token")]
+
+
+async def test_a_batch_committed_while_its_follow_up_was_cancelled_is_not_written_twice(tmp_path):
+    """The loop shutting down (asyncio.run cancels every task) while a batch is with the writer:
+    the writer commits it all the same, and the run's last flush must not write it again
+    (an IntegrityError on (task, seq) before)."""
+    (task,) = await sync_to_async(_tasks)(tmp_path)
+    recorder = EventRecorder(task, flush_interval_ms=0)
+    await recorder.record("task_started", {"mode": "react"})
+    await recorder.record("token", {"text": "a"})  # handed to the writer at once
+    for other in asyncio.all_tasks():  # what asyncio.run does at its end
+        if other is not asyncio.current_task():
+            other.cancel()
+    await asyncio.sleep(0.2)  # the writer thread commits meanwhile
+    await recorder.record("token", {"text": "b"})
+    await recorder.aclose()
+    assert await sync_to_async(_stored)(task.pk) == [
+        (1, "task_started"),
+        (2, "token"),
+        (3, "token"),
+    ]
+    assert await sync_to_async(_last_seq)(task.pk) == 3
