@@ -103,3 +103,73 @@ def test_tasks_created_together_get_their_ids_on_postgres(postgres_url, tmp_path
     assert result.stdout.strip().splitlines()[-1] == (
         "True True True invalid_field True True 3 2 one"
     )
+
+
+RECYCLE = """
+import asyncio
+from asgiref.sync import sync_to_async
+from django.db import connection
+from apps.tasks.db_threads import RecyclingExecutor
+
+def backend_pid():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+def terminate(pid):  # the server drops the thread's connection (a restart, an idle timeout)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+async def main():
+    asyncio.get_running_loop().set_default_executor(
+        RecyclingExecutor(max_workers=1, check_seconds=0)
+    )
+    first = await sync_to_async(backend_pid, thread_sensitive=False)()
+    await sync_to_async(terminate, thread_sensitive=True)(first)  # another thread's connection
+    second = await sync_to_async(backend_pid, thread_sensitive=False)()
+    print("recycled", first != second)
+
+asyncio.run(main())
+"""
+
+
+def test_a_pool_thread_whose_connection_the_server_dropped_gets_a_new_one(postgres_url, tmp_path):
+    result = shell_after_bootstrap(postgres_url, tmp_path, RECYCLE)
+    assert result.stdout.strip().splitlines()[-1] == "recycled True", result.stderr
+
+
+LEASES = """
+from datetime import timedelta
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from apps.tasks.ending import INTERRUPTED, task_end_now
+from apps.tasks.leases import lease_acquire, lease_release
+from apps.tasks.liveness import run_claim
+from apps.tasks.models import Task, TaskEvent, Workspace
+user = get_user_model().objects.get(username="admin")
+ws = Workspace.objects.get(name="demo")
+one, two = (Task.objects.create(user=user, workspace=ws, goal=g) for g in ("one", "two"))
+claims = [run_claim(one.pk), run_claim(two.pk)]
+print("first", lease_acquire(task_id=one.pk, workspace_id=ws.pk))
+print("second", lease_acquire(task_id=two.pk, workspace_id=ws.pk).reason == f"waiting for task #{one.pk} on this workspace")
+Task.objects.filter(pk=one.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=5))
+print("taken over", lease_acquire(task_id=two.pk, workspace_id=ws.pk))
+ended = task_end_now(one.pk, "failed", INTERRUPTED)
+print("ended", [m["type"] for m in ended], Task.objects.get(pk=one.pk).status)
+print("again", task_end_now(one.pk, "failed", INTERRUPTED))
+lease_release(task_id=two.pk, workspace_id=ws.pk)
+print("seqs", list(TaskEvent.objects.filter(task=one).values_list("seq", flat=True)))
+"""
+
+
+def test_workspace_leases_and_the_minimal_end_on_postgres(postgres_url, tmp_path):
+    result = shell_after_bootstrap(postgres_url, tmp_path, LEASES)
+    lines = result.stdout.strip().splitlines()[-6:]
+    assert lines == [
+        "first None",
+        "second True",
+        "taken over None",
+        "ended ['error', 'task_finished'] failed",
+        "again None",
+        "seqs [1, 2]",
+    ], result.stderr

@@ -30,6 +30,7 @@ from django.db import close_old_connections
 from django.db.models import F, Q
 from django.utils import timezone
 
+from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.ending import INTERRUPTED, publish, task_end_now
 from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskStatus
@@ -166,14 +167,16 @@ async def _reap_forever() -> None:
 
 
 def reaping(app):
-    """An ASGI application that starts the reaper on the serving loop at its first connection
-    (the server's loop is not running yet when the application is built)."""
+    """An ASGI application that, at its first connection, gives the serving loop threads that
+    recycle their database connections (db_threads.py) and starts the reaper on it (the server's
+    loop is not running yet when the application is built)."""
     started = False
 
     async def application(scope, receive, send):
         nonlocal started
         if not started:
             started = True
+            install_db_threads()
             reaper_start()
         return await app(scope, receive, send)
 

@@ -31,6 +31,7 @@ from apps.tasks.batch.outcomes import Outcome, outcome_of
 from apps.tasks.batch.review import auto_confirm
 from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
+from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.event_writer import event_writer
 from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
@@ -116,7 +117,7 @@ async def run_batch(
     # Each running task keeps a few calls in threads at once (event rows, its cancel watcher);
     # the default pool (CPUs + 4 threads) would make tasks queue behind each other's writes.
     threads = min(4 * options.concurrency + 4, MAX_THREADS)
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=threads))
+    install_db_threads(loop, max_workers=threads)  # connections recycled (db_threads.py)
     creator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch-create")
     reaper_start()  # tasks of other processes that died are ended or resumed here too
     await _prestart(creator, workers=min(threads, options.concurrency + 2))
