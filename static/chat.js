@@ -164,10 +164,18 @@
   }
 
   const render = {
+    task_waiting(view, ev) {
+      // Another run changes this workspace now (one writer per workspace): queued until it ends.
+      setStatus(view, "queued");
+      if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
+      view.body.append(el("div", { class: "bubble notice waiting", role: "status", text: ev.data.reason || "waiting for the workspace" }));
+      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; conversations.follow(ev.task_id); refreshHistory(); }
+      state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
+    },
     task_started(view, ev) {
       setStatus(view, "running");
       view.startedAt = Date.parse(ev.ts) || Date.now();
-      if (ev.data.goal) view.body.append(el("div", { class: "bubble user", text: ev.data.goal }));
+      if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
       conversations.started(ev);  // issue 13

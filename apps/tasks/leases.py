@@ -48,18 +48,18 @@ def _live(task: Task | None) -> bool:
 
 
 def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
-    """Blocking. Take the workspace's lease for the task (None), or say whom it waits for."""
+    """Blocking. Take the workspace's lease for the task (None), or say whom it waits for. Reads
+    first: a run that must wait (most asks, while several wait) takes no write lock."""
+    waiting = _blocked(task_id, workspace_id)
+    if waiting is not None:
+        return waiting
     with transaction.atomic():
         lease = WorkspaceLease.objects.select_for_update().filter(workspace_id=workspace_id).first()
         if lease is not None and lease.task_id == task_id:
             return None
-        if lease is not None:
-            holder = Task.objects.filter(pk=lease.task_id).first()
-            if _live(holder):
-                return Waiting(holder.pk, holds=True)
-        earlier = _earlier_waiter(task_id, workspace_id)
-        if earlier is not None:
-            return Waiting(earlier, holds=False)
+        waiting = _blocked(task_id, workspace_id, lease)  # again, under the lock
+        if waiting is not None:
+            return waiting
         if lease is None:
             try:
                 with transaction.atomic():
@@ -70,6 +70,18 @@ def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
             lease.task_id = task_id
             lease.save(update_fields=["task", "acquired_at"])
     return None
+
+
+def _blocked(task_id: int, workspace_id: int, lease: WorkspaceLease | None = ...) -> Waiting | None:
+    """Whom the task waits for: the live holder of the lease, else an earlier live waiter."""
+    if lease is ...:
+        lease = WorkspaceLease.objects.filter(workspace_id=workspace_id).first()
+    if lease is not None and lease.task_id != task_id:
+        holder = Task.objects.filter(pk=lease.task_id).first()
+        if _live(holder):
+            return Waiting(holder.pk, holds=True)
+    earlier = _earlier_waiter(task_id, workspace_id)
+    return Waiting(earlier, holds=False) if earlier is not None else None
 
 
 def _earlier_waiter(task_id: int, workspace_id: int) -> int | None:
@@ -92,10 +104,15 @@ def lease_release(*, task_id: int, workspace_id: int) -> None:
     _released(workspace_id)
 
 
-def lease_holder(*, workspace_id: int) -> int | None:
-    """The task whose live run holds the workspace's lease, if any."""
-    lease = WorkspaceLease.objects.filter(workspace_id=workspace_id).select_related("task").first()
-    return lease.task_id if lease is not None and _live(lease.task) else None
+def waiting_for(task: Task) -> int | None:
+    """The task whose live run holds the workspace that `task` (queued) waits for, if any."""
+    if task.mode not in LEASED_MODES:
+        return None
+    lease = WorkspaceLease.objects.filter(workspace_id=task.workspace_id).select_related("task")
+    lease = lease.first()
+    if lease is None or lease.task_id == task.pk or not _live(lease.task):
+        return None
+    return lease.task_id
 
 
 # Runs of this process waiting for a workspace, woken when one of this process's runs releases

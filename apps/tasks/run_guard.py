@@ -46,7 +46,13 @@ async def take_workspace(
         if waiting.task_id != said:
             said = waiting.task_id
             await recorder.record(
-                "task_waiting", {"reason": waiting.reason, "waiting_for": waiting.task_id}
+                "task_waiting",
+                {
+                    "reason": waiting.reason,
+                    "waiting_for": waiting.task_id,
+                    "goal": task.goal,
+                    "mode": task.mode,
+                },
             )
         if token.cancelled:
             return False

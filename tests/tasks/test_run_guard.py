@@ -125,6 +125,8 @@ async def test_two_runs_on_one_workspace_never_overlap_and_the_second_says_why(
     assert two[0].data == {
         "reason": f"waiting for task #{first.pk} on this workspace",
         "waiting_for": first.pk,
+        "goal": "two",
+        "mode": "react",
     }
     started = next(e for e in two if e.type == "task_started")
     assert one[-1].ts <= started.ts  # the second ran after the first ended
