@@ -5,13 +5,14 @@ memory_limit advice and the host stays responsive; a command under it is unaffec
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from apps.engine.config import SandboxConfig
 from apps.engine.sandbox import Exposure, Limits, Sandbox
-from apps.engine.sandbox.cgroups import PARENT, hierarchy
+from apps.engine.sandbox.cgroups import CommandCgroup
 from tests.engine.sandbox_support import BACKENDS_HERE, fake_installation, host_responsive_while
 
 FOUR_GIB = "python3 -c \"b=b'x'*(4<<30)\""  # the issue's command: writes every byte
@@ -43,12 +44,6 @@ def paths(request, tmp_path) -> tuple[str, Path, Path]:
     return request.param, made["install"], made["workspace"]
 
 
-def leftover_cgroups() -> list[Path]:
-    where = hierarchy("memory")
-    parent = where.base / PARENT if where else None
-    return sorted(p for p in parent.iterdir() if p.is_dir()) if parent and parent.exists() else []
-
-
 @needs_cgroup
 async def test_four_gib_is_refused_with_memory_limit_by_the_cgroup(paths):
     backend, install, workspace = paths
@@ -60,7 +55,6 @@ async def test_four_gib_is_refused_with_memory_limit_by_the_cgroup(paths):
     assert result.exit_code == 137 and not result.ok, result  # OOM-killed, not MemoryError
     assert "needed more than 2048 MiB" in result.memory_error
     assert "raise sandbox.limits.memory_mb" in result.memory_error
-    assert leftover_cgroups() == []
 
 
 async def test_four_gib_is_refused_with_memory_limit_under_the_rlimit_fallback(paths):
@@ -106,6 +100,19 @@ async def test_a_command_that_hides_the_kill_still_gets_memory_limit(paths):
     assert result.exit_code == 0 and result.memory_error, result
 
 
+@pytest.mark.parametrize("memory_cgroup", [True, False])
+async def test_one_process_over_its_address_space_gets_memory_limit_naming_it(paths, memory_cgroup):
+    """address_space_mb below memory_mb: RLIMIT_AS refuses first, whichever caps the tree."""
+    backend, install, workspace = paths
+    sandbox = box(
+        backend, install, memory_cgroup=memory_cgroup, address_space_mb=512, memory_mb=2048
+    )
+    result = await sandbox.run('python3 -c "b=bytearray(1<<30)"', workspace, timeout=30)
+    assert result.exit_code == 1 and "MemoryError" in result.stderr, result
+    assert "cap of 512 MiB of address space per process" in result.memory_error
+    assert "raise sandbox.limits.address_space_mb" in result.memory_error
+
+
 async def test_talk_of_memory_errors_is_not_a_memory_limit(paths):
     backend, install, workspace = paths
     sandbox = box(backend, install, memory_cgroup=False)
@@ -130,3 +137,15 @@ def test_the_fallback_lowers_rlimit_as_to_the_memory_cap():
     assert "--as=2147483648:2147483648" in limits.prlimit_argv(
         "prlimit", nproc=None, memory_cgroup=False
     )
+
+
+@needs_cgroup
+def test_a_memory_cgroup_counts_its_oom_kill_and_is_removed_afterwards():
+    group = CommandCgroup.create(memory_mb=64)
+    assert group is not None and group.caps_memory and not group.caps_processes
+    done = subprocess.run(
+        [*group.argv(), "python3", "-c", "b = b'x' * (256 << 20)"], capture_output=True
+    )
+    assert done.returncode == -9 and group.oom_kills() == 1  # SIGKILL from the OOM killer
+    assert group.remove()
+    assert group.paths and not any(path.exists() for path in group.paths)
