@@ -307,10 +307,12 @@ SandboxProperty = Literal[
 
 
 class SandboxLimitsConfig(Section):
-    """Per command. `processes` counts the command and all its descendants."""
+    """Per command. `processes` counts the command and all its descendants; so does
+    `memory_mb` where a memory cgroup can be made (else RLIMIT_AS falls back to it per process)."""
 
     processes: Annotated[int, Field(ge=8)] = 512
     address_space_mb: Annotated[int, Field(ge=64)] = 8192
+    memory_mb: Annotated[int, Field(ge=64)] = 2048
     cpu_seconds: PositiveInt = 600
     file_size_mb: PositiveInt = 1024
     tmp_size_mb: PositiveInt = 512

@@ -27,15 +27,17 @@ What runs:
 - a workspace with nothing to run passes, and the result says so.
 
 `pytest` and `ruff` come from the workspace's own `.venv` when it has them (its dependencies and
-plugins are there), else from agentkit's environment (`sys.executable -m pytest`, the `ruff`
-next to it), so a workspace needs nothing installed. With agentkit's interpreter, agentkit's own
+plugins are there), else from agentkit's environment (`python -m pytest`, the `ruff` next to it,
+at the real path of agentkit's venv: a venv reached through a symbolic link works as a copied
+one), so a workspace needs nothing installed. With agentkit's interpreter, agentkit's own
 pytest plugins are not auto-loaded (only pytest-asyncio). Checks leave no droppings: no
 .pytest_cache, no .ruff_cache, no __pycache__.
 
 Failing output is condensed for the model: per failed command the first failure (test name,
 failing line, assertion), the traceback tail, or the first lint findings. The full output is
-in `log`. A sandbox that cannot run raises `SandboxUnavailable` (an environment problem, not
-the model's).
+in `log`. A command that runs out of the sandbox's memory cap gets `error_code` memory_limit
+and the sandbox's advice (use less memory, or raise `sandbox.limits.memory_mb`). A sandbox that
+cannot run raises `SandboxUnavailable` (an environment problem, not the model's).
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ import importlib.util
 import os
 import re
 import shlex
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ from typing import Any, Literal
 from apps.engine.config import VerificationConfig
 from apps.engine.ports import VerificationOutcome
 from apps.engine.ports import Verifier as AnswerVerifier
-from apps.engine.sandbox import Sandbox, SandboxResult
+from apps.engine.sandbox import Sandbox, SandboxResult, sandbox_python
 
 VerifyFn = Callable[[Path, Sequence[str]], Awaitable["VerificationResult"]]
 """The shape of `Verifier.__call__`: `await verify(workspace, spec_commands)`. The engine does
@@ -81,11 +82,13 @@ class CommandOutcome:
     output: str  # stdout + stderr, capped
     errors: tuple[str, ...] = ()  # condensed, for the model
     note: str = ""  # e.g. "no tests collected"
+    error_code: str = ""  # failed: memory_limit | command_timeout | command_failed
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "command": self.command,
             "duration": round(self.duration, 3),
+            "error_code": self.error_code,
             "errors": list(self.errors),
             "exit_code": self.exit_code,
             "note": self.note,
@@ -182,6 +185,8 @@ class _Prepared:
 
 def _workspace_tool(workspace: Path, name: str) -> Path | None:
     candidate = workspace / ".venv" / "bin" / name
+    if not Path(os.path.realpath(candidate.parent)).is_relative_to(workspace.resolve()):
+        return None  # a .venv linked to a folder outside: commands cannot see it (exposure.py)
     return candidate if os.access(candidate, os.X_OK) else None
 
 
@@ -203,6 +208,7 @@ def prepare_command(workspace: Path, command: str) -> _Prepared:
     if not tokens or SHELL_SYNTAX.search(command):
         return _Prepared(command, command, base_env)
     program, args = tokens[0], tokens[1:]
+    python = sandbox_python()  # agentkit's, at the path the sandbox shows (links resolved)
     if program == "pytest":
         env = {**base_env, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
         own_python = _workspace_tool(workspace, "python")
@@ -214,13 +220,13 @@ def prepare_command(workspace: Path, command: str) -> _Prepared:
         if importlib.util.find_spec("pytest_asyncio") is not None:
             env["PYTEST_PLUGINS"] = "pytest_asyncio.plugin"
             env["PYTEST_ADDOPTS"] += " -o asyncio_default_fixture_loop_scope=function"
-        return _Prepared(command, [sys.executable, "-m", "pytest", *args], env, "pytest")
+        return _Prepared(command, [str(python), "-m", "pytest", *args], env, "pytest")
     if program == "ruff":
         env = {**base_env, "RUFF_NO_CACHE": "true", "RUFF_OUTPUT_FORMAT": "concise"}
-        ruff = _workspace_tool(workspace, "ruff") or Path(sys.executable).parent / "ruff"
+        ruff = _workspace_tool(workspace, "ruff") or python.parent / "ruff"
         if os.access(ruff, os.X_OK):
             return _Prepared(command, [str(ruff), *args], env, "ruff")
-        return _Prepared(command, [sys.executable, "-m", "ruff", *args], env, "ruff")
+        return _Prepared(command, [str(python), "-m", "ruff", *args], env, "ruff")
     return _Prepared(command, command, base_env)
 
 
@@ -394,6 +400,7 @@ class Verifier:
                             f"({self.config.timeout_seconds:g} s) was used up by the commands "
                             "before it",
                         ),
+                        error_code="command_timeout",
                     )
                 )
                 continue
@@ -424,9 +431,19 @@ class Verifier:
         note = ""
         passed = result.ok
         if prepared.tool == "pytest" and result.exit_code == PYTEST_EXIT_NO_TESTS:
-            passed, note = True, "no tests collected"
+            passed, note = not result.memory_error, "no tests collected"
         errors: tuple[str, ...] = ()
-        if result.timed_out:
+        code = "" if passed else "command_failed"
+        if result.memory_error:  # first: a killed child may have left the rest waiting
+            code = "memory_limit"
+            errors = (
+                _clip(
+                    f"`{command}` ran out of memory: {result.memory_error}\n"
+                    + "\n".join(_tail(output.splitlines(), 15))
+                ),
+            )
+        elif result.timed_out:
+            code = "command_timeout"
             errors = (
                 f"`{command}` timed out after {result.duration:.0f} s and was killed. Look for a "
                 f"hanging test or an endless loop.\n" + "\n".join(_tail(output.splitlines(), 15)),
@@ -446,6 +463,7 @@ class Verifier:
             output=_clip(output, MAX_LOG_CHARS // 2),
             errors=errors,
             note=note,
+            error_code=code,
         )
 
     @staticmethod

@@ -4,7 +4,6 @@ Then `sandbox.require`: a backend that cannot hold a required property is never 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -20,9 +19,16 @@ from apps.engine.sandbox import (
     backend_properties,
     wait_for_no_process,
 )
-from apps.engine.sandbox.limits import PidsCgroup
+from apps.engine.sandbox.cgroups import CommandCgroup
 from apps.engine.sandbox.properties import process_limit_mode
-from tests.engine.sandbox_support import BACKENDS_HERE, SMALL, box_for, fake_installation, holds
+from tests.engine.sandbox_support import (
+    BACKENDS_HERE,
+    SMALL,
+    box_for,
+    fake_installation,
+    holds,
+    host_responsive_while,
+)
 
 PY = [sys.executable, "-I", "-S", "-c"]
 
@@ -33,31 +39,6 @@ def setup(request, tmp_path):
     return box_for(request.param, paths["install"]), paths["workspace"]
 
 
-async def _host_responsive_while(coro, *, at_least_ticks: int) -> tuple[object, int]:
-    """Run `coro` while the event loop ticks every 20 ms and the host spawns a process."""
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.02)
-            ticks += 1
-
-    ticking = asyncio.create_task(ticker())
-    work = asyncio.create_task(coro)
-    await asyncio.sleep(0.8)
-    started = time.monotonic()
-    probe = await asyncio.create_subprocess_exec(
-        "/bin/echo", "host", stdout=asyncio.subprocess.PIPE
-    )
-    out, _ = await asyncio.wait_for(probe.communicate(), 10)
-    assert out == b"host\n" and time.monotonic() - started < 5  # the host can still spawn
-    result = await work
-    ticking.cancel()
-    assert ticks >= at_least_ticks, f"the event loop ticked only {ticks} times"
-    return result, ticks
-
-
 async def test_fork_storm_is_capped_and_the_host_stays_responsive(setup):
     box, workspace = setup
     mark = f"{800 + os.getpid() % 97}.{time.monotonic_ns() % 10**6:06d}"
@@ -66,7 +47,7 @@ async def test_fork_storm_is_capped_and_the_host_stays_responsive(setup):
         f"        subprocess.Popen(['sleep', '{mark}']); n += 1\n"
         "    except OSError:\n        break\nprint(n, flush=True)\ntime.sleep(60)"
     )
-    result, _ = await _host_responsive_while(
+    result, _ = await host_responsive_while(
         box.run([*PY, storm], workspace, timeout=3), at_least_ticks=20
     )
     assert result.timed_out
@@ -77,7 +58,7 @@ async def test_fork_storm_is_capped_and_the_host_stays_responsive(setup):
 
 async def test_classic_fork_bomb_ends_at_the_timeout(setup):
     box, workspace = setup
-    result, _ = await _host_responsive_while(
+    result, _ = await host_responsive_while(
         box.run("bomb() { bomb | bomb & }; bomb; sleep 30", workspace, timeout=2),
         at_least_ticks=20,
     )
@@ -87,7 +68,7 @@ async def test_classic_fork_bomb_ends_at_the_timeout(setup):
 async def test_memory_hog_fails_and_the_host_is_unaffected(setup):
     box, workspace = setup
     hog = f"b = bytearray({SMALL.address_space_mb * 2} << 20); print('allocated')"
-    result, _ = await _host_responsive_while(
+    result, _ = await host_responsive_while(
         box.run([*PY, hog], workspace, timeout=20), at_least_ticks=10
     )
     assert result.exit_code != 0 and "allocated" not in result.stdout
@@ -168,8 +149,8 @@ def test_network_on_gives_up_no_host_sockets_for_namespace_backends():
 def test_a_pids_cgroup_caps_forks_and_is_removed_afterwards():
     if process_limit_mode()[0] != "cgroup":
         pytest.skip(f"processes are not capped by a cgroup here: {process_limit_mode()[1]}")
-    group = PidsCgroup.create(8)
-    assert group is not None
+    group = CommandCgroup.create(max_pids=8)
+    assert group is not None and group.caps_processes and not group.caps_memory
     proc = subprocess.Popen(
         [*group.argv(), "/bin/sh", "-c", "for i in $(seq 20); do sleep 30 & done; wait"],
         stderr=subprocess.PIPE,
@@ -179,4 +160,4 @@ def test_a_pids_cgroup_caps_forks_and_is_removed_afterwards():
     assert group.remove()
     _, err = proc.communicate(timeout=10)
     assert b"fork" in err.lower(), err  # the shell was refused more processes
-    assert not group.path.exists()
+    assert group.paths and not any(path.exists() for path in group.paths)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from apps.engine.sandbox import PROPERTIES, available_backends
+from apps.engine.sandbox import PROPERTIES, Sandbox, available_backends
 from tests.support import ROOT
 
 
@@ -107,3 +107,23 @@ def test_unconfined_mode_fails_the_check(tmp_path):
     assert "FAIL  files: .secret_key is unreadable" in done.stdout
     assert "isolation does NOT hold" in done.stderr
     assert "mode is off" in done.stderr
+
+
+def test_shows_the_memory_cap_how_it_is_enforced_and_proves_it(tmp_path):
+    if not available_backends():
+        pytest.skip("no sandbox backend works here; see the refusal test")
+    config = "sandbox:\n  limits:\n    memory_mb: 384\n"
+    mode, how = Sandbox().memory_limit_mode()  # cgroup as root here; rlimit unprivileged
+    done = check_sandbox(tmp_path, config=config)
+    assert done.returncode == 0, done.stderr
+    assert f"sandbox.limits.memory_mb: 384 MiB per command, enforced by {mode}: {how}" in (
+        done.stdout
+    )
+    assert f"memory: {how}" in done.stdout  # in the limits property's detail
+    via = "the tree's cgroup" if mode == "cgroup" else "RLIMIT_AS"
+    assert f"PASS  limits: writing 512 MB of memory stops at 256 MB ({via})" in done.stdout
+    if mode == "cgroup":
+        assert "PASS  limits: two processes of 160 MB each stop at 256 MB together" in done.stdout
+
+    payload = json.loads(check_sandbox(tmp_path, "--json", config=config).stdout)
+    assert payload["memory"] == {"detail": how, "enforced_by": mode, "limit_mb": 384}

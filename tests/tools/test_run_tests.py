@@ -93,3 +93,21 @@ async def test_a_given_verifier_is_used(demo):
     result = await tool.execute()
     assert result.ok, result.for_model()
     assert [c["command"] for c in result.data["commands"]] == ["pytest -q tests/test_stats.py"]
+
+
+async def test_a_test_over_the_memory_cap_fails_with_memory_limit_and_advice(tmp_path):
+    """Verification's command ran out of memory: memory_limit (cgroup or RLIMIT_AS, whichever
+    holds here), the advice in the error, error_code on the command."""
+    (tmp_path / "test_big.py").write_text(
+        "def test_builds_a_huge_string():\n    assert len(b'x' * (4 << 30)) > 0\n"
+    )
+    tools = ToolSet(build_tools(ToolContext(root=tmp_path, sandbox=Sandbox()), ["run_tests"]))
+    result = await run(tools, command="pytest -q")
+    assert not result.ok and result.error_code == "memory_limit", result.for_model()
+    assert "ran out of memory" in result.error and "sandbox.limits.memory_mb" in result.error
+    assert "sandbox.limits.memory_mb" in result.output
+    assert [c["error_code"] for c in result.data["commands"]] == ["memory_limit"]
+
+    (tmp_path / "test_big.py").write_text("def test_small():\n    assert len(b'x' * 1000)\n")
+    passing = await run(tools, command="pytest -q")
+    assert passing.ok and passing.data["commands"][0]["error_code"] == ""

@@ -180,3 +180,17 @@ async def test_no_sandbox_backend_is_an_error_the_model_sees(monkeypatch, worksp
     assert result.error_code == "sandbox_unavailable"
     assert "apt-get install bubblewrap" in result.error
     assert not (workspace / "x").exists()
+
+
+@pytest.mark.parametrize("memory_cgroup", [True, False])
+async def test_a_command_over_the_memory_cap_fails_with_memory_limit(workspace, memory_cgroup):
+    """The issue's 4 GiB allocation, through the shell tool: a cgroup where one can be made
+    here, the RLIMIT_AS fallback when told so; either way memory_limit with what to do."""
+    sandbox = Sandbox(memory_cgroup=memory_cgroup)
+    tools = shell_for(workspace, sandbox=sandbox)
+    result = await run(tools, command="python3 -c \"b=b'x'*(4<<30)\"")
+    assert not result.ok and result.error_code == "memory_limit", result.for_model()
+    assert "sandbox.limits.memory_mb" in result.error and "Use less memory" in result.error
+    assert result.data["memory_cap"] == sandbox.memory_limit_mode()[0]
+    small = await run(tools, command="python3 -c \"b=b'x'*(50<<20); print('fine')\"")
+    assert small.ok and small.output == "fine" and small.data["memory_cap"]

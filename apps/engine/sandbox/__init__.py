@@ -8,9 +8,10 @@ What a command sees (exposure.py): the system read-only (/usr, /bin, /lib*, /etc
 such as /etc/shadow), its workspace read-write, a private size-capped /tmp, and read-only the
 tool-chains it needs (agentkit's Python and venv, `sandbox.readable`) — never the agentkit
 installation (secret key, database, var/ with the other workspaces, source), homes, or the host's
-sockets. It runs as an unprivileged uid, with limits on processes, address space, CPU time, file
-size and /tmp size (limits.py), no network, a scrubbed environment, and the whole process tree is
-killed at the timeout.
+sockets. It runs as an unprivileged uid, with limits on processes, memory (the whole tree, by a
+cgroup where one can be made: cgroups.py), address space, CPU time, file size and /tmp size
+(limits.py), no network, a scrubbed environment, and the whole process tree is killed at the
+timeout. A command that runs out of memory gets `result.memory_error` (what to do).
 
 Backends, best first (`probe_backends()` tries each once per process): `bwrap` (bwrap.py),
 `unshare` + pivot_root (unshare.py), a Landlock + seccomp launcher (landlock.py). What each holds
@@ -42,7 +43,7 @@ from apps.engine.sandbox.common import (
     SandboxUnavailable,
     is_secret_name,
 )
-from apps.engine.sandbox.exposure import Exposure, agentkit_root
+from apps.engine.sandbox.exposure import Exposure, agentkit_root, sandbox_python
 from apps.engine.sandbox.isolation import IsolationCheck, IsolationReport, check_isolation
 from apps.engine.sandbox.landlock import landlock_abi
 from apps.engine.sandbox.limits import Limits
@@ -79,6 +80,7 @@ __all__ = [
     "probe_backends",
     "processes_matching",
     "run",
+    "sandbox_python",
     "wait_for_no_process",
 ]
 

@@ -80,10 +80,14 @@ class SandboxResult:
     timed_out: bool
     backend: str  # bwrap | unshare | landlock | none
     truncated: bool = False  # some output exceeded max_output_bytes and was cut in the middle
+    # How memory was capped: "cgroup" (the whole tree), "rlimit" (RLIMIT_AS per process), "".
+    memory_cap: str = ""
+    # Non-empty when the command ran out of the memory the sandbox gives it: why, what to do.
+    memory_error: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.memory_error
 
     def combined_output(self) -> str:
         """stdout then stderr, as a terminal would roughly show them."""
@@ -97,3 +101,13 @@ class BackendProbe:
     name: str
     available: bool
     detail: str
+
+
+@dataclass(frozen=True)
+class IsolationCheck:
+    """One probe of `check_isolation` (isolation.py): a real command and what it showed."""
+
+    name: str
+    passed: bool
+    detail: str
+    property: str = ""

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from apps.engine.sandbox.common import SYSTEM_PATH, URL_WITH_PASSWORD, is_secret_name
+from apps.engine.sandbox.exposure import sandbox_python
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def command_environment(
 ) -> dict[str, str]:
     """PATH (the workspace's .venv first, agentkit's Python, the system), HOME, TMPDIR, LANG and
     a few terminal settings, plus the `passthrough` names and `extra` that are not secrets."""
-    path = [str(Path(sys.executable).parent), SYSTEM_PATH]
+    path = [str(sandbox_python().parent), SYSTEM_PATH]
     if (cwd / ".venv" / "bin").is_dir():
         path.insert(0, str(cwd / ".venv" / "bin"))
     env = {

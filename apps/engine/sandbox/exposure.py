@@ -45,9 +45,19 @@ def under(path: Path, parent: Path) -> bool:
 
 
 def python_paths() -> list[Path]:
-    """Directories the agentkit interpreter needs: its venv and its base Python install."""
+    """Directories the agentkit interpreter needs: its venv and its base Python install, links
+    resolved (a new root shows real folders only, at their real paths)."""
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parent}
     return sorted({p.resolve() for p in paths if p.exists()})
+
+
+def sandbox_python() -> Path:
+    """agentkit's interpreter as a command sees it: in its venv's real folder (a venv reached
+    through a symbolic link is shown at its real path, python_paths()), under the interpreter's
+    own name. Resolving the interpreter itself would leave the venv: bin/python is a link to the
+    base Python, and the venv is found from the path it is started by."""
+    executable = Path(sys.executable)
+    return Path(os.path.realpath(executable.parent)) / executable.name
 
 
 @dataclass(frozen=True)

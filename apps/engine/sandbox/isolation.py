@@ -14,7 +14,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -22,21 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from apps.engine.sandbox.capture import wait_for_no_process
-from apps.engine.sandbox.common import PROPERTIES, SYSTEM_PATH, SandboxResult, is_secret_name
-from apps.engine.sandbox.limits import Limits
-from apps.engine.sandbox.runner import Sandbox
-
-CHECK_LIMITS = Limits(
-    processes=48, address_space_mb=768, cpu_seconds=30, file_size_mb=16, tmp_size_mb=16
+from apps.engine.sandbox.common import (
+    PROPERTIES,
+    SYSTEM_PATH,
+    IsolationCheck,
+    SandboxResult,
+    is_secret_name,
 )
-
-
-@dataclass(frozen=True)
-class IsolationCheck:
-    name: str
-    passed: bool
-    detail: str
-    property: str = ""
+from apps.engine.sandbox.isolation_limits import (
+    CHECK_LIMITS,
+    last_line,
+    limit_checks,
+    python_command,
+)
+from apps.engine.sandbox.runner import Sandbox
 
 
 @dataclass
@@ -83,15 +81,6 @@ class IsolationReport:
 _SECRET_CANARY = "AGENTKIT_CANARY_API_KEY"
 
 
-def _py(code: str) -> str:
-    return f"{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)}"
-
-
-def _last_line(result: SandboxResult) -> str:
-    lines = (result.stderr or result.stdout).strip().splitlines()
-    return lines[-1][:200] if lines else f"exit {result.exit_code}"
-
-
 async def check_isolation(
     sandbox: Sandbox, *, timeout: float = 20.0, require: tuple[str, ...] | None = None
 ) -> IsolationReport:
@@ -135,12 +124,14 @@ async def check_isolation(
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         port = listener.getsockname()[1]
-        r = await run(_py(f"import socket; socket.create_connection(('127.0.0.1', {port}), 3)"))
+        r = await run(
+            python_command(f"import socket; socket.create_connection(('127.0.0.1', {port}), 3)")
+        )
         checks.append(
             IsolationCheck(
                 "network: loopback connect to a listener outside is blocked",
                 r.exit_code != 0,
-                _last_line(r) if r.exit_code else "connected: the network is NOT isolated",
+                last_line(r) if r.exit_code else "connected: the network is NOT isolated",
                 "no_network",
             )
         )
@@ -149,7 +140,7 @@ async def check_isolation(
         udp.bind(("127.0.0.1", 0))
         udp.setblocking(False)
         code = f"import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp.getsockname()[1]}))"
-        r = await run(_py(code))
+        r = await run(python_command(code))
         await asyncio.sleep(0.05)
         try:
             udp.recv(16)
@@ -160,7 +151,7 @@ async def check_isolation(
             IsolationCheck(
                 "network: a UDP datagram to a host port does not arrive",
                 not got,
-                "datagram arrived" if got else _last_line(r),
+                "datagram arrived" if got else last_line(r),
                 "no_network",
             )
         )
@@ -172,7 +163,7 @@ async def check_isolation(
             IsolationCheck(
                 "filesystem: write outside the workspace is refused",
                 refused,
-                _last_line(r) if refused else f"{target} was written",
+                last_line(r) if refused else f"{target} was written",
                 "read_only_host",
             )
         )
@@ -182,7 +173,7 @@ async def check_isolation(
             IsolationCheck(
                 "filesystem: write inside the workspace works",
                 wrote,
-                "ok" if wrote else _last_line(r),
+                "ok" if wrote else last_line(r),
                 "read_only_host",
             )
         )
@@ -198,7 +189,7 @@ async def check_isolation(
                 IsolationCheck(
                     f"files: {path.name if path.is_relative_to(base) else path} is unreadable",
                     not leaked,
-                    f"read {path}" if leaked else _last_line(r),
+                    f"read {path}" if leaked else last_line(r),
                     "hidden_host_files",
                 )
             )
@@ -208,7 +199,7 @@ async def check_isolation(
             IsolationCheck(
                 "files: the other workspaces cannot be listed",
                 not listed,
-                "listed them" if listed else _last_line(r),
+                "listed them" if listed else last_line(r),
                 "hidden_host_files",
             )
         )
@@ -224,14 +215,14 @@ async def check_isolation(
                 server.listen(4)
                 os.chmod(name, 0o777) if not name.startswith("\0") else None
                 code = f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({name!r}); print('connected')"
-                r = await run(_py(code))
+                r = await run(python_command(code))
                 connected = "connected" in r.stdout
                 shown = "@" + name[1:] if name.startswith("\0") else name
                 checks.append(
                     IsolationCheck(
                         f"sockets: connecting to the host's {shown} is refused",
                         not connected,
-                        "connected" if connected else _last_line(r),
+                        "connected" if connected else last_line(r),
                         "no_host_sockets",
                     )
                 )
@@ -247,12 +238,12 @@ async def check_isolation(
             IsolationCheck(
                 "user: not root, no capabilities",
                 unprivileged,
-                " ".join(words)[:200] or _last_line(r),
+                " ".join(words)[:200] or last_line(r),
                 "unprivileged_user",
             )
         )
         if box.confined:
-            checks.extend(await _limit_checks(run, workspace))
+            checks.extend(await limit_checks(run, workspace, box))
         else:  # a fork storm, a memory hog and a /tmp filler would hit the host itself
             checks.append(
                 IsolationCheck("limits: not probed", False, "commands run unconfined", "limits")
@@ -268,69 +259,6 @@ async def check_isolation(
             os.environ[_SECRET_CANARY] = previous
         shutil.rmtree(base, ignore_errors=True)
     return report
-
-
-async def _limit_checks(run, workspace: Path) -> list[IsolationCheck]:
-    lim = CHECK_LIMITS
-    out = []
-    storm = (
-        "import os, time\nn = 0\nfor _ in range(200):\n    try:\n        pid = os.fork()\n"
-        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(30); os._exit(0)\n"
-        "    n += 1\nprint(n)"
-    )
-    r = await run(_py(storm), timeout=15)
-    forked = int(r.stdout.split()[0]) if r.stdout.split() else -1
-    out.append(
-        IsolationCheck(
-            f"limits: a fork storm stops at {lim.processes} processes",
-            0 <= forked < lim.processes,
-            f"forked {forked} of 200",
-            "limits",
-        )
-    )
-    r = await run(_py(f"b = bytearray({lim.address_space_mb * 2} << 20); print('allocated')"))
-    out.append(
-        IsolationCheck(
-            f"limits: allocating {lim.address_space_mb * 2} MB fails",
-            "allocated" not in r.stdout,
-            _last_line(r),
-            "limits",
-        )
-    )
-    r = await run(f"head -c {(lim.file_size_mb + 4) << 20} /dev/zero > big.bin")
-    size = (workspace / "big.bin").stat().st_size if (workspace / "big.bin").exists() else 0
-    (workspace / "big.bin").unlink(missing_ok=True)
-    out.append(
-        IsolationCheck(
-            f"limits: a file stops at {lim.file_size_mb} MB",
-            size <= lim.file_size_mb << 20,
-            f"{size >> 20} MB written",
-            "limits",
-        )
-    )
-    n = lim.tmp_size_mb + 4
-    r = await run(
-        f'for i in $(seq {n}); do head -c 1048576 /dev/zero > "/tmp/fill.$i" || exit 1; done; '
-        f"du -sm /tmp"
-    )
-    out.append(
-        IsolationCheck(
-            f"limits: /tmp holds at most {lim.tmp_size_mb} MB",
-            r.exit_code != 0,
-            _last_line(r),
-            "limits",
-        )
-    )
-    r = await run("ulimit -t")
-    out.append(
-        IsolationCheck(
-            f"limits: CPU time is capped at {lim.cpu_seconds} s",
-            r.stdout.strip() == str(lim.cpu_seconds),
-            f"ulimit -t: {r.stdout.strip() or _last_line(r)}",
-            "limits",
-        )
-    )
-    return out
 
 
 async def _environment_checks(run) -> list[IsolationCheck]:
@@ -363,7 +291,7 @@ async def _environment_checks(run) -> list[IsolationCheck]:
         IsolationCheck(
             "environment: another process's environment is unreadable via /proc",
             not readable,
-            f"read /proc/{holder.pid}/environ" if readable else _last_line(r),
+            f"read /proc/{holder.pid}/environ" if readable else last_line(r),
             "clean_environment",
         )
     )

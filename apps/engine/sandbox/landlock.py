@@ -23,11 +23,11 @@ from __future__ import annotations
 import ctypes
 import json
 import platform
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from apps.engine.sandbox.common import DEVICE_FILES, BackendProbe
+from apps.engine.sandbox.exposure import sandbox_python
 
 _LANDLOCK_SYSCALLS = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 # audit arch, socket(2), io_uring_setup(2); x86_64 also refuses every x32 system call.
@@ -239,4 +239,4 @@ def launcher_argv(
         "write": [str(p) for p in write],
         "bpf": socket_filter(deny_net=not network) if sockets else [],
     }
-    return [sys.executable, "-I", "-S", "-c", LAUNCHER, json.dumps(spec), *argv]
+    return [str(sandbox_python()), "-I", "-S", "-c", LAUNCHER, json.dumps(spec), *argv]

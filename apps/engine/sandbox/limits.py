@@ -1,24 +1,24 @@
-"""Resource limits of one command: processes, address space, CPU time, file size, /tmp size.
+"""Resource limits of one command: processes, memory, address space, CPU time, file size, /tmp
+size.
 
 The rlimits are set by `prlimit` (util-linux) right before the command, inside the namespace, so
 they bind the command and its children only. Processes: the kernel never applies RLIMIT_NPROC to
 uid 0, and the namespace backends map the command's uid to agentkit's own uid outside, so when
-agentkit runs as root a pids cgroup (v1 `pids` hierarchy, or v2 with the pids controller) caps
-the number of processes instead; unprivileged, RLIMIT_NPROC does, counted per user namespace.
+agentkit runs as root a pids cgroup (cgroups.py) caps the number of processes instead;
+unprivileged, RLIMIT_NPROC does, counted per user namespace. Memory: a memory cgroup caps the
+whole tree at `memory_mb` where one can be made (cgroups.py); elsewhere RLIMIT_AS falls back to
+min(`address_space_mb`, `memory_mb`) per process — it cannot cap the tree's total, and a process
+over it sees a failed allocation (MemoryError, ENOMEM) rather than a kill.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import re
 import shutil
-import signal
-import time
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
-from apps.engine.sandbox.common import SYSTEM_PATH
+from apps.engine.sandbox.common import SYSTEM_PATH, SandboxResult
 
 MB = 1 << 20
 
@@ -27,15 +27,24 @@ MB = 1 << 20
 class Limits:
     processes: int = 512
     address_space_mb: int = 8192
+    memory_mb: int = 2048  # the whole tree, by a memory cgroup; else RLIMIT_AS falls back to it
     cpu_seconds: int = 600
     file_size_mb: int = 1024
     tmp_size_mb: int = 512
 
-    def prlimit_argv(self, prlimit: str, *, nproc: int | None) -> list[str]:
+    def address_space_cap(self, *, memory_cgroup: bool) -> int:
+        """RLIMIT_AS in MiB: `address_space_mb`, or no more than `memory_mb` where no memory
+        cgroup caps the tree."""
+        if memory_cgroup:
+            return self.address_space_mb
+        return min(self.address_space_mb, self.memory_mb)
+
+    def prlimit_argv(self, prlimit: str, *, nproc: int | None, memory_cgroup: bool) -> list[str]:
         """`prlimit --as=N:N ... --` (soft = hard but for CPU time: the command cannot raise
         them)."""
+        space = self.address_space_cap(memory_cgroup=memory_cgroup) * MB
         pairs = [
-            ("as", f"{self.address_space_mb * MB}:{self.address_space_mb * MB}"),
+            ("as", f"{space}:{space}"),
             # SIGXCPU at the soft limit (exit 152, "CPU time limit exceeded"), SIGKILL 1 s later
             ("cpu", f"{self.cpu_seconds}:{self.cpu_seconds + 1}"),
             ("fsize", f"{self.file_size_mb * MB}:{self.file_size_mb * MB}"),
@@ -47,97 +56,6 @@ class Limits:
 
 def prlimit_binary() -> str | None:
     return shutil.which("prlimit", path=SYSTEM_PATH)
-
-
-def _pids_hierarchy() -> Path | None:
-    """Where this process may create pids-limited child cgroups, or None."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):  # cgroup v1
-            base = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
-            if (base / "cgroup.procs").exists():
-                return base
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if controllers == "":  # cgroup v2: children get pids.max only where pids is delegated
-            base = Path("/sys/fs/cgroup") / path.lstrip("/")
-            try:
-                enabled = (base / "cgroup.subtree_control").read_text().split()
-            except OSError:
-                return None
-            return base if "pids" in enabled else None
-    return None
-
-
-class PidsCgroup:
-    """A throw-away pids cgroup for one command: `argv()` prefixes a command so it joins before
-    it execs; `kill()` ends every process in it; `remove()` deletes it."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    @classmethod
-    def create(cls, max_pids: int) -> PidsCgroup | None:
-        base = _pids_hierarchy()
-        if base is None:
-            return None
-        path = base / "agentkit-sandbox" / uuid.uuid4().hex[:12]
-        try:
-            path.mkdir(parents=True)
-            (path / "pids.max").write_text(str(max_pids))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return None
-        return cls(path)
-
-    def argv(self) -> list[str]:
-        procs = str(self.path / "cgroup.procs")
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
-
-    def pids(self) -> list[int]:
-        try:
-            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
-        except (OSError, ValueError):
-            return []
-
-    def kill(self) -> None:
-        for _ in range(100):
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-
-    def remove(self, *, within: float = 5.0) -> bool:
-        """Kill what is left and delete the cgroup; killed processes leave it only once reaped,
-        so retry for up to `within` seconds (call it off the event loop)."""
-        deadline = time.monotonic() + within
-        while True:
-            self.kill()
-            try:
-                self.path.rmdir()
-                return True
-            except FileNotFoundError:
-                return True
-            except OSError:
-                if time.monotonic() > deadline:
-                    return False
-                time.sleep(0.002)
-
-
-def pids_cgroup_available() -> bool:
-    """Whether a pids cgroup can be made here (probed by making and removing one)."""
-    group = PidsCgroup.create(64)
-    if group is None:
-        return False
-    group.remove()
-    return True
 
 
 def uid_process_count(uid: int) -> int:
@@ -152,3 +70,53 @@ def uid_process_count(uid: int) -> int:
             except OSError:
                 continue
     return count
+
+
+# What programs print when an allocation fails (CPython, ENOMEM from mmap/fork, C++, Go, Node,
+# Rust, Perl, GCC): under the RLIMIT_AS cap a process is refused memory, not killed.
+_ALLOCATION_FAILED = re.compile(
+    r"\bMemoryError\b|Cannot allocate memory|std::bad_alloc|out of memory"
+    r"|memory allocation of \d+ bytes failed|virtual memory exhausted",
+    re.IGNORECASE,
+)
+_TAIL = 4096
+
+
+def allocation_failed(stdout: str, stderr: str) -> bool:
+    """Whether the end of a failed command's output reports a failed allocation (a heuristic:
+    the program has to say so)."""
+    return any(_ALLOCATION_FAILED.search(text[-_TAIL:]) for text in (stdout, stderr))
+
+
+_LESS = (
+    "Use less memory (smaller inputs, process data in chunks or streams, fewer processes or "
+    "workers at once)"
+)
+
+
+def memory_error_message(*, oom_killed: bool, cap_mb: int, setting: str) -> str:
+    """Why the command ran out of memory and what to do, for the model and the user."""
+    if oom_killed:
+        return (
+            f"the command needed more than {cap_mb} MiB of memory (all its processes together, "
+            f"capped by a cgroup) and was killed. {_LESS}, or raise sandbox.limits.{setting}."
+        )
+    return (
+        f"the command ran out of memory: an allocation failed at the sandbox's cap of {cap_mb} "
+        f"MiB of address space per process (RLIMIT_AS). {_LESS}, or raise "
+        f"sandbox.limits.{setting}."
+    )
+
+
+def memory_error(limits: Limits, *, by_cgroup: bool, oom_kills: int, result: SandboxResult) -> str:
+    """Why a confined command ran out of memory, '' when it did not: the cgroup's OOM kills
+    (exact), else a failed allocation the command reports (RLIMIT_AS refuses, it does not kill)."""
+    if by_cgroup and oom_kills > 0:
+        return memory_error_message(oom_killed=True, cap_mb=limits.memory_mb, setting="memory_mb")
+    if result.exit_code != 0 and allocation_failed(result.stdout, result.stderr):
+        space = limits.address_space_cap(memory_cgroup=by_cgroup)
+        lowered = not by_cgroup and space == limits.memory_mb
+        return memory_error_message(
+            oom_killed=False, cap_mb=space, setting="memory_mb" if lowered else "address_space_mb"
+        )
+    return ""

@@ -9,10 +9,11 @@ import os
 import sys
 from functools import lru_cache
 
+from apps.engine.sandbox import cgroups
 from apps.engine.sandbox.bwrap import probe_bwrap
 from apps.engine.sandbox.common import BACKENDS, PROPERTIES, UNCONFINED, BackendProbe
 from apps.engine.sandbox.landlock import landlock_abi, probe_landlock
-from apps.engine.sandbox.limits import pids_cgroup_available, prlimit_binary
+from apps.engine.sandbox.limits import prlimit_binary
 from apps.engine.sandbox.unshare import probe_unshare
 
 log = logging.getLogger(__name__)
@@ -36,14 +37,14 @@ def available_backends() -> list[str]:
     return [probe.name for probe in package.probe_backends() if probe.available]
 
 
-@lru_cache(maxsize=1)
-def _cgroup() -> bool:
-    return pids_cgroup_available()
+@lru_cache(maxsize=2)
+def _cgroup(controller: str) -> tuple[bool, str]:
+    return cgroups.probe(controller)
 
 
 def process_limit_mode() -> tuple[str, str]:
     """How the number of processes is capped here: ('cgroup' | 'rlimit' | '', detail)."""
-    if _cgroup():
+    if _cgroup("pids")[0]:
         return "cgroup", "a pids cgroup per command"
     if os.geteuid() != 0:
         return "rlimit", "RLIMIT_NPROC"
@@ -53,11 +54,29 @@ def process_limit_mode() -> tuple[str, str]:
     )
 
 
-def _limits(backend: str) -> tuple[bool, str]:
+def memory_limit_mode(*, memory_cgroup: bool = True) -> tuple[str, str]:
+    """How memory is capped here: ('cgroup' | 'rlimit', detail). `memory_cgroup` False: the
+    sandbox was told to use RLIMIT_AS only."""
+    held, how = _cgroup("memory")
+    if memory_cgroup and held:
+        return "cgroup", f"a memory cgroup per command tree ({how}), OOM kills counted"
+    why = how if memory_cgroup else "the sandbox is set to use rlimits only"
+    return "rlimit", (
+        f"RLIMIT_AS per process, not the tree's total ({why}); a process over it sees a failed "
+        "allocation, recognised by what it prints (MemoryError, 'Cannot allocate memory', "
+        "'out of memory' ...)"
+    )
+
+
+def _limits(backend: str, memory_cgroup: bool) -> tuple[bool, str]:
     if not prlimit_binary():
         return False, "prlimit (util-linux) not found: no rlimits can be set"
     mode, detail = process_limit_mode()
-    parts = [f"processes: {detail}", "address space, CPU time, file size: prlimit"]
+    parts = [
+        f"processes: {detail}",
+        f"memory: {memory_limit_mode(memory_cgroup=memory_cgroup)[1]}",
+        "address space, CPU time, file size: prlimit",
+    ]
     held = bool(mode)
     if backend == "landlock":
         held = False
@@ -72,7 +91,9 @@ def _limits(backend: str) -> tuple[bool, str]:
     return held, "; ".join(parts)
 
 
-def backend_properties(backend: str, *, network: bool = False) -> dict[str, tuple[bool, str]]:
+def backend_properties(
+    backend: str, *, network: bool = False, memory_cgroup: bool = True
+) -> dict[str, tuple[bool, str]]:
     """For each property: (held, how or why not) for `backend` on this machine."""
     if backend in ("", UNCONFINED):
         return {name: (False, "commands run unconfined") for name in PROPERTIES}
@@ -142,7 +163,7 @@ def backend_properties(backend: str, *, network: bool = False) -> dict[str, tupl
                 else (True, f"agentkit's own uid {os.geteuid()} (not root), no_new_privs")
             ),
         }
-    out["limits"] = _limits(backend)
+    out["limits"] = _limits(backend, memory_cgroup)
     out["clean_environment"] = (True, "environment rebuilt; secret-looking names dropped")
     out["tree_kill"] = (
         True,

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import logging
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from apps.engine.sandbox.bwrap import bwrap_argv
-from apps.engine.sandbox.capture import Capture, killpg
+from apps.engine.sandbox.cgroups import CommandCgroup
 from apps.engine.sandbox.common import (
     BACKENDS,
     DEFAULT_MAX_OUTPUT_BYTES,
@@ -28,11 +25,18 @@ from apps.engine.sandbox.common import (
     SandboxUnavailable,
 )
 from apps.engine.sandbox.environment import command_environment
+from apps.engine.sandbox.execution import execute
 from apps.engine.sandbox.exposure import Exposure
 from apps.engine.sandbox.landlock import landlock_abi, launcher_argv
-from apps.engine.sandbox.limits import Limits, PidsCgroup, prlimit_binary, uid_process_count
+from apps.engine.sandbox.limits import (
+    Limits,
+    memory_error,
+    prlimit_binary,
+    uid_process_count,
+)
 from apps.engine.sandbox.properties import (
     backend_properties,
+    memory_limit_mode,
     missing_properties,
     process_limit_mode,
 )
@@ -65,10 +69,12 @@ class Sandbox:
         require: Sequence[str] = (),
         limits: Limits | None = None,
         exposure: Exposure | None = None,
+        memory_cgroup: bool = True,
     ):
         """`backend` forces one backend (tests, benchmarks); None picks the best available that
         holds every property in `require`. `network` and `timeout_seconds` are the defaults of
-        `run()`. `backends`: the ones that may be picked, in order of preference."""
+        `run()`. `backends`: the ones that may be picked, in order of preference.
+        `memory_cgroup` False: cap memory by RLIMIT_AS alone, even where a cgroup could."""
         from apps.engine import sandbox as package  # tests replace package.probe_backends
 
         unknown = sorted(set(require) - set(PROPERTIES))
@@ -82,6 +88,7 @@ class Sandbox:
         self.require = tuple(require)
         self.limits = limits or Limits()
         self.exposure = exposure or Exposure()
+        self.memory_cgroup = memory_cgroup
         self.probes = package.probe_backends()
         self.unavailable_reason: str | None = None
         if mode == "off":
@@ -145,6 +152,7 @@ class Sandbox:
             "limits": Limits(
                 processes=config.limits.processes,
                 address_space_mb=config.limits.address_space_mb,
+                memory_mb=config.limits.memory_mb,
                 cpu_seconds=config.limits.cpu_seconds,
                 file_size_mb=config.limits.file_size_mb,
                 tmp_size_mb=config.limits.tmp_size_mb,
@@ -189,7 +197,13 @@ class Sandbox:
 
     def properties(self) -> dict[str, tuple[bool, str]]:
         """What this sandbox holds on this machine: {property: (held, how or why not)}."""
-        return backend_properties(self.backend, network=self.network)
+        return backend_properties(
+            self.backend, network=self.network, memory_cgroup=self.memory_cgroup
+        )
+
+    def memory_limit_mode(self) -> tuple[str, str]:
+        """How this sandbox caps a command's memory here: ('cgroup' | 'rlimit', detail)."""
+        return memory_limit_mode(memory_cgroup=self.memory_cgroup)
 
     def ensure_available(self) -> None:
         if not self.available:
@@ -203,9 +217,9 @@ class Sandbox:
             cwd, passthrough=self.env_passthrough, home=home, tmp=tmp, extra=extra
         )
 
-    def _nproc(self, cgroup: PidsCgroup | None) -> int | None:
+    def _nproc(self, cgroup: CommandCgroup | None) -> int | None:
         """RLIMIT_NPROC for the command, None where a cgroup (or nothing, as root) caps it."""
-        if cgroup is not None or os.geteuid() == 0:
+        if (cgroup is not None and cgroup.caps_processes) or os.geteuid() == 0:
             return None
         if self.backend == "landlock":  # no user namespace: the uid's processes all count
             return self.limits.processes + uid_process_count(os.geteuid())
@@ -219,7 +233,7 @@ class Sandbox:
         network: bool,
         writable: Sequence[Path],
         private_dir: Path | None,
-        cgroup: PidsCgroup | None = None,
+        cgroup: CommandCgroup | None = None,
     ) -> list[str]:
         """The full argv that confines `cmd` with this sandbox's backend and limits."""
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
@@ -229,7 +243,12 @@ class Sandbox:
         if backend == UNCONFINED:
             return argv
         if self._prlimit:
-            argv = [*self.limits.prlimit_argv(self._prlimit, nproc=self._nproc(cgroup)), *argv]
+            prlimit = self.limits.prlimit_argv(
+                self._prlimit,
+                nproc=self._nproc(cgroup),
+                memory_cgroup=cgroup is not None and cgroup.caps_memory,
+            )
+            argv = [*prlimit, *argv]
         exposure = self.exposure
         shown = [*exposure.system_paths(), *exposure.toolchains(cwd), cwd, *writable]
         if backend == "landlock":
@@ -304,7 +323,7 @@ class Sandbox:
         timeout = self.timeout_seconds if timeout is None else timeout
 
         private: Path | None = None  # unshare: the new root's mountpoint; else HOME and TMPDIR
-        cgroup: PidsCgroup | None = None
+        cgroup: CommandCgroup | None = None
         home, tmp = "/tmp/home", "/tmp"
         if self.backend in ("unshare", "landlock", UNCONFINED):
             private = Path(tempfile.mkdtemp(prefix="agentkit-sandbox-"))
@@ -312,16 +331,9 @@ class Sandbox:
             (private / "home").mkdir()
             (private / "tmp").mkdir()
             home, tmp = str(private / "home"), str(private / "tmp")
-        if self.confined and process_limit_mode()[0] == "cgroup":
-            cgroup = PidsCgroup.create(self.limits.processes)  # a mkdir and a write in sysfs
-            if cgroup is None and "limits" in self.require:
-                if private is not None:
-                    shutil.rmtree(private, ignore_errors=True)
-                raise SandboxUnavailable(
-                    "sandbox: could not create a pids cgroup to cap the command's processes, "
-                    "and sandbox.require lists limits"
-                )
         try:
+            if self.confined:
+                cgroup = self._cgroup()  # a few mkdirs and writes in sysfs
             argv = self.command_argv(
                 cmd,
                 workdir,
@@ -330,12 +342,28 @@ class Sandbox:
                 private_dir=private,
                 cgroup=cgroup,
             )
-            return await self._execute(
+            result = await execute(
                 argv,
                 workdir,
                 self.environment(workdir, home=home, tmp=tmp, extra=env),
                 timeout,
-                cgroup,
+                label=self.label,
+                max_output_bytes=self.max_output_bytes,
+                launcher=self.backend == "landlock",
+                cgroup=cgroup,
+            )
+            if not self.confined:
+                return result
+            by_cgroup = cgroup is not None and cgroup.caps_memory
+            return dataclasses.replace(
+                result,
+                memory_cap="cgroup" if by_cgroup else "rlimit",
+                memory_error=memory_error(
+                    self.limits,
+                    by_cgroup=by_cgroup,
+                    oom_kills=cgroup.oom_kills() if cgroup is not None else 0,
+                    result=result,
+                ),
             )
         finally:
             if cgroup is not None and not cgroup.remove(within=0):  # killed ones not reaped yet
@@ -343,71 +371,24 @@ class Sandbox:
             if private is not None:
                 shutil.rmtree(private, ignore_errors=True)
 
-    async def _execute(
-        self,
-        argv: list[str],
-        cwd: Path,
-        env: dict[str, str],
-        timeout: float,
-        cgroup: PidsCgroup | None,
-    ) -> SandboxResult:
-        loop = asyncio.get_running_loop()
-        started = time.monotonic()
-        transport, capture = await loop.subprocess_exec(
-            lambda: Capture(loop, self.max_output_bytes),
-            *argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=str(cwd),
-            env=env,
-            start_new_session=True,
+    def _cgroup(self) -> CommandCgroup | None:
+        """The run's cgroup: pids where they cap processes here, memory unless told not to."""
+        pids = process_limit_mode()[0] == "cgroup"
+        memory = self.memory_limit_mode()[0] == "cgroup"
+        if not (pids or memory):
+            return None
+        cgroup = CommandCgroup.create(
+            max_pids=self.limits.processes if pids else None,
+            memory_mb=self.limits.memory_mb if memory else None,
         )
-        pid = transport.get_pid()
-        timed_out = False
-        try:
-            try:
-                await asyncio.wait_for(asyncio.shield(capture.exited), timeout)
-            except TimeoutError:
-                timed_out = True
-                await self._stop(transport, capture, cgroup)
-        finally:
-            if transport.get_returncode() is None:  # cancelled: never leave the tree running
-                await self._stop(transport, capture, cgroup)
-            killpg(pid)  # stragglers left in the group (matters for the unconfined mode)
-            # A process outside the group may still hold the pipes; do not wait for it.
-            await asyncio.wait([capture.closed], timeout=1.0)
-            transport.close()
-        duration = time.monotonic() - started
-        code = transport.get_returncode()
-        code = -signal.SIGKILL if code is None else code
-        return SandboxResult(
-            exit_code=128 - code if code < 0 else code,
-            stdout=capture.out.text(),
-            stderr=capture.err.text(),
-            duration=duration,
-            timed_out=timed_out,
-            backend=self.label,
-            truncated=capture.out.truncated or capture.err.truncated,
-        )
-
-    async def _stop(
-        self, transport: asyncio.SubprocessTransport, capture: Capture, cgroup: PidsCgroup | None
-    ) -> None:
-        """Kill the whole tree. The Landlock launcher gets SIGTERM first: it then kills every
-        descendant, also those outside the process group; namespaces die with their init; a
-        pids cgroup is emptied."""
-        pid = transport.get_pid()
-        if self.backend == "landlock":
-            with contextlib.suppress(ProcessLookupError):
-                transport.send_signal(signal.SIGTERM)
-            await asyncio.wait([capture.exited], timeout=3.0)
-        killpg(pid)
-        with contextlib.suppress(ProcessLookupError):
-            transport.kill()
-        if cgroup is not None:
-            await asyncio.to_thread(cgroup.kill)
-        await asyncio.wait([capture.exited], timeout=5.0)
+        if pids and "limits" in self.require and not (cgroup and cgroup.caps_processes):
+            if cgroup is not None:
+                cgroup.remove()
+            raise SandboxUnavailable(
+                "sandbox: could not create a pids cgroup to cap the command's processes, "
+                "and sandbox.require lists limits"
+            )
+        return cgroup  # memory not capped by it: prlimit_argv lowers RLIMIT_AS instead
 
     def describe(self) -> str:
         if self.backend == UNCONFINED:

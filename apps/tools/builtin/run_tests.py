@@ -3,7 +3,8 @@ given command), inside the sandbox with the network off, and gets the condensed 
 
 Without `command` it runs exactly what `Verifier.verify` runs (pytest + ruff for a Python
 workspace, else the spec's verification commands), so a green run_tests means a green final
-verification. The Verifier comes from the constructor, else from `ToolContext.verifier` when
+verification. A check that ran out of the sandbox's memory cap fails with `memory_limit` (and
+what to do) instead of `tests_failed`. The Verifier comes from the constructor, else from `ToolContext.verifier` when
 the context carries one, else it is built on the context's sandbox with default settings.
 """
 
@@ -73,4 +74,9 @@ class RunTestsTool(Tool):
             outcome.pop("output", None)
         if result.passed:
             return ToolResult.success(output, **data)
+        memory = [o for o in result.commands if o.error_code == "memory_limit"]
+        if memory:  # not the code's fault as such: the tests need less memory, or a higher cap
+            return ToolResult.failure(
+                "memory_limit", memory[0].errors[0].splitlines()[0], output, **data
+            )
         return ToolResult.failure("tests_failed", result.summary, output, **data)

@@ -1,7 +1,8 @@
 """`shell`: run a command in the workspace, inside the sandbox (apps/engine/sandbox/).
 
 The network follows ToolContext.network (off unless configured); writes outside the workspace
-fail; the timeout is the model's `timeout` capped by the configured one. Interactive programs
+fail; the timeout is the model's `timeout` capped by the configured one; a command that runs
+out of the sandbox's memory cap fails with `memory_limit` and what to do. Interactive programs
 (editors, pagers, REPLs, `tail -f` ...) are refused up front with the non-interactive way to do
 the same, since there is no terminal and they would only hang until the timeout. The phase
 filter (ToolContext.command_filter) is consulted first.
@@ -207,8 +208,11 @@ class ShellTool(Tool):
             "backend": result.backend,
             "duration": round(result.duration, 3),
             "exit_code": result.exit_code,
+            "memory_cap": result.memory_cap,
             "timed_out": result.timed_out,
         }
+        if result.memory_error:  # before the timeout: a killed child may leave the rest waiting
+            return ToolResult.failure("memory_limit", result.memory_error, output, **data)
         if result.timed_out:
             capped = " (the configured maximum)" if timeout and timeout > limit else ""
             return ToolResult.failure(

@@ -21,8 +21,8 @@ class Command(BaseCommand):
         "Show which sandbox backend runs commands (bubblewrap, unshare, Landlock) and prove, "
         "with real commands, each property it holds: no network, no write outside the "
         "workspace, hidden host files (installation secret key and database, other workspaces, "
-        "/etc/shadow), no host Unix socket, an unprivileged user, limits (processes, memory, "
-        "file size, /tmp size, CPU time), a clean environment, the whole tree killed at the "
+        "/etc/shadow), no host Unix socket, an unprivileged user, limits (processes, memory — "
+        "by a cgroup or RLIMIT_AS, shown —, file size, /tmp size, CPU time), a clean environment, the whole tree killed at the "
         "timeout. Prints a per-backend, per-property table; says precisely what a backend "
         "cannot hold. Exits non-zero when the configured sandbox does not hold sandbox.require "
         "or a backend fails a property it claims."
@@ -53,6 +53,12 @@ class Command(BaseCommand):
                 mark = self.style.SUCCESS("works") if probe.available else self.style.WARNING("no")
                 self.stdout.write(f"  {probe.name:<9} {mark}  {probe.detail}")
         configured = Sandbox.from_config(config)
+        memory_mode, memory_how = configured.memory_limit_mode()
+        if not as_json:
+            self.stdout.write(
+                f"sandbox.limits.memory_mb: {config.limits.memory_mb} MiB per command, "
+                f"enforced by {memory_mode}: {memory_how}"
+            )
         try:
             if options["all"] or options["backend"]:
                 names = (
@@ -91,6 +97,11 @@ class Command(BaseCommand):
                 "mode": config.mode,
                 "require": list(require),
                 "chosen": configured.label,
+                "memory": {
+                    "limit_mb": config.limits.memory_mb,
+                    "enforced_by": memory_mode,
+                    "detail": memory_how,
+                },
                 "passed": not failed,
                 "probes": [p.__dict__ for p in probes],
                 "reports": [r.as_dict() for r in reports],
