@@ -353,6 +353,6 @@ rows = [
 for seq, (kind, data) in enumerate(rows, 1):
     TaskEvent.objects.create(task=task, seq=seq, type=kind, data=data, ts=timezone.now())
 Task.objects.filter(pk=task.pk).update(last_seq=len(rows))
-Spec.objects.filter(task=task).update(updated_at=timezone.now() - timedelta(minutes=5))
+# No run ever claimed it (no heartbeat): interrupted, so resumable (apps/tasks/liveness.py).
 print(task.pk)
 """

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from django.utils import timezone
 
 from apps.engine.ports import PhaseCheckpoint
 from apps.engine.spec import SpecDraft
@@ -88,11 +89,12 @@ def runnable_spec(task_id: int) -> RunnableSpec | None:
 
 
 def run_gone(task) -> bool:
-    """No live run holds the task: none claimed it, or its heartbeat is older than
-    `executor.orphan_after_seconds` (apps/tasks/liveness.py)."""
+    """No live run holds the task: its heartbeat is older than `executor.orphan_after_seconds`
+    or it never had one (apps/tasks/liveness.py). A task just handed to a new run (a resume, the
+    reaper) has a fresh heartbeat and no owner yet: not gone."""
     from apps.tasks.liveness import heartbeat_stale
 
-    return task.run_owner == "" or heartbeat_stale(task.heartbeat_at)
+    return heartbeat_stale(task.heartbeat_at)
 
 
 def spec_stale(spec: Spec) -> bool:
@@ -113,8 +115,9 @@ def task_interrupted(task) -> bool:
 
 
 def task_resume(*, task, force: bool = False) -> None:
-    """Check that `task` may resume from its checkpoints. The caller then runs it (executor or in
-    process); the run's claim (apps/tasks/liveness.py) makes sure only one run goes on."""
+    """Check that `task` may resume from its checkpoints, and hand it over (see below). The
+    caller then runs it (executor or in process); the run's claim (apps/tasks/liveness.py) makes
+    sure only one run goes on."""
     from apps.tasks.liveness import orphan_after_seconds
     from apps.tasks.models import FINAL_STATUSES, Task
     from apps.tasks.services import ApplicationError
@@ -143,10 +146,12 @@ def task_resume(*, task, force: bool = False) -> None:
             "--force",
             {"error_code": "task_alive"},
         )
-    update = {"cancel_requested_at": None}
-    if force:  # the process that holds it is known to be gone: its claim goes
-        update["run_owner"] = ""
-    Task.objects.filter(pk=task.pk).update(**update)
+    # Handed to the run the caller starts: no owner (its claim succeeds), a fresh heartbeat (a
+    # second resume or a reaper meanwhile finds it alive). With --force the process that held
+    # it is known to be gone.
+    Task.objects.filter(pk=task.pk).update(
+        cancel_requested_at=None, run_owner="", heartbeat_at=timezone.now()
+    )
 
 
 def resume_point_for(task_id: int):

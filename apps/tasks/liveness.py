@@ -109,13 +109,13 @@ class Beater:
             tokens = sorted(self.tokens)
         if not tokens:
             return 0
+        close_old_connections()  # a broken or too old connection is replaced
         return Task.objects.filter(run_owner__in=tokens).update(heartbeat_at=timezone.now())
 
     def _run(self) -> None:
         while True:
             self._wake.wait(HEARTBEAT_SECONDS)
             try:
-                close_old_connections()  # a broken or too old connection is replaced
                 self.beat()
             except Exception:  # a missed beat: the next one is 2 s away, the grace ten beats
                 log.warning("heartbeat of the running tasks failed", exc_info=True)

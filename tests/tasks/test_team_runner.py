@@ -15,6 +15,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.utils import timezone
 
 from apps.engine.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase
@@ -187,8 +188,10 @@ def test_resume_is_refused_for_finished_live_and_non_team_tasks(demo, client):
     Task.objects.filter(pk=done.pk).update(status="completed")
     react = make_task(user, workspace, goal=GOAL, mode="react")
     live = make_task(user, workspace, goal=GOAL, mode="team_collab")
-    make_spec(live, status="executing")  # heartbeat: just now
-    Task.objects.filter(pk=live.pk).update(status="running")
+    make_spec(live, status="executing")
+    Task.objects.filter(pk=live.pk).update(  # its run's heartbeat: just now
+        status="running", run_owner="host:1:run", heartbeat_at=timezone.now()
+    )
     for task, code in ((done, "not_resumable"), (react, "not_resumable"), (live, "task_alive")):
         response = client.post(f"/api/tasks/{task.pk}/resume")
         assert response.status_code == 400, response.content
@@ -207,10 +210,9 @@ def test_an_interrupted_team_task_is_resumed_through_the_api_and_completes(demo,
     user, workspace, _ = demo
     client.force_login(user)
     task = make_task(user, workspace, goal=GOAL, mode="team_collab")
-    spec = make_spec(task, status="executing")
+    make_spec(task, status="executing")
     stale = timezone.now() - timedelta(seconds=60)
-    Spec.objects.filter(pk=spec.pk).update(updated_at=stale)
-    Task.objects.filter(pk=task.pk).update(status="running")
+    Task.objects.filter(pk=task.pk).update(status="running", run_owner="h:1:r", heartbeat_at=stale)
     assert client.get(f"/api/tasks/{task.pk}").json()["resumable"] is True
     response = client.post(f"/api/tasks/{task.pk}/resume")
     assert response.status_code == 202 and response.json()["resumed"] is True
