@@ -61,10 +61,11 @@ def storable_value(value: Any) -> Any:
                 and storable(key) is not key
             ):
                 break
-            if type(item) is str:
+            item_kind = type(item)
+            if item_kind is str:
                 if not (item.isascii() and "\x00" not in item) and storable(item) is not item:
                     break
-            elif type(item) in _SCALARS:
+            elif item_kind in _SCALARS:
                 continue
             elif storable_value(item) is not item:
                 break
@@ -75,10 +76,19 @@ def storable_value(value: Any) -> Any:
             for key, item in value.items()
         }
     if kind is list or kind is tuple:
+        for item in value:
+            item_kind = type(item)
+            if item_kind is str:
+                if not (item.isascii() and "\x00" not in item) and storable(item) is not item:
+                    break
+            elif item_kind in _SCALARS:
+                continue
+            elif storable_value(item) is not item:
+                break
+        else:
+            return value
         items = [storable_value(item) for item in value]
-        if any(new is not old for new, old in zip(items, value, strict=True)):
-            return items if kind is list else tuple(items)
-        return value
+        return items if kind is list else tuple(items)
     return value
 
 
@@ -110,14 +120,16 @@ def storable_call(call: ToolCall) -> ToolCall:
     """`call` with its id, name, argument text and arguments storable (the same object when
     they were). Arguments parsed from an ASCII text without a `\\u` escape are storable as
     they are: only an escape or a raw character can make a NUL or a surrogate."""
-    raw = call.raw_arguments
+    raw, name, call_id = call.raw_arguments, call.name, call.id
     if (
         raw
         and raw.isascii()
         and "\\u" not in raw
         and "\x00" not in raw
-        and storable(call.name) is call.name
-        and storable(call.id) is call.id
+        and name.isascii()
+        and "\x00" not in name
+        and call_id.isascii()
+        and "\x00" not in call_id
     ):
         return call
     name, call_id = storable(call.name), storable(call.id)
