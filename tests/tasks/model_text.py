@@ -80,6 +80,16 @@ TOOL_OUTPUT_SCRIPT = [
     {"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": PRINT_BAD}}]},
     {"text": "Printed.", "after_tool": "shell"},
 ]
+# An endpoint's error text with a NUL and a lone surrogate (it reaches the error event, the
+# task's error and its owner's original_error); and what is stored of it.
+ERROR_BODY = f"bad request {sent('nul')} {sent('surrogate')}"
+ERROR_STORED = f"bad request {stored('nul')} {stored('surrogate')}"
+
+
+def error_faults() -> list[Fault]:
+    return [Fault.http_error(400, ERROR_BODY) for _ in range(3)]
+
+
 # An answer over limits.answer_chars (1000 in these tests) and over the history's cut.
 LONG_ANSWER = "".join(f"line {n} of the long answer {EMOJI}\n" for n in range(2000))
 

@@ -25,11 +25,13 @@ from tests.tasks.factories import make_task
 from tests.tasks.model_text import (
     ANY_TEXT,
     CASES,
+    ERROR_STORED,
     LONG_ANSWER,
     PRINTED_BAD,
     TOOL_OUTPUT_SCRIPT,
     case_faults,
     case_script,
+    error_faults,
     expected_result,
     unstorable_in,
 )
@@ -164,3 +166,21 @@ def test_any_text_made_storable_is_written_to_a_task_and_its_event_on_sqlite(dem
     )
     assert Task.objects.get(pk=task.pk).result == fixed
     assert TaskEvent.objects.get(pk=event.pk).data == {"text": fixed, fixed: 1}
+
+
+async def test_an_error_body_with_nul_and_a_lone_surrogate_still_ends_the_task(demo, llm):
+    """The endpoint's error text reaches the error event, the task's error and the owner's
+    original_error: made storable like the model's text."""
+    user, workspace, _ = demo
+    llm.fail_next(*error_faults())
+    task = await sync_to_async(make_task)(user, workspace, goal="what is the answer?")
+    assert await run_task(task.pk) == "failed"
+
+    def check():
+        stored, events = ended_cleanly(task.pk)
+        assert unstorable_in([e.data for e in events]) == []
+        assert stored.error["error_code"]
+        assert unstorable_in([stored.error, stored.original_error]) == []
+        assert ERROR_STORED in stored.original_error
+
+    await sync_to_async(check)()

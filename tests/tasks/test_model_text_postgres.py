@@ -18,6 +18,7 @@ from tests.support import manage, server_env
 from tests.tasks.model_text import (
     ANY_TEXT,
     CASES,
+    ERROR_STORED,
     LONG_ANSWER,
     PRINTED_BAD,
     expected_result,
@@ -69,13 +70,17 @@ SCRIPT = textwrap.dedent(
                 "seqs": [e.seq for e in events],
                 "types": [e.type for e in events],
                 "data": {e.type: e.data for e in events if e.type != "token"},
-                "unstorable": mt.unstorable_in([e.data for e in events]),
+                "unstorable": mt.unstorable_in(
+                    [[e.data for e in events], task.error, task.original_error]
+                ),
+                "original_error": task.original_error,
             }
 
         for kind, place in mt.CASES:
             run(f"{kind}-{place}", mt.case_script(kind, place), mt.case_faults(kind, place))
         run("tool-output", mt.TOOL_OUTPUT_SCRIPT, [])
         run("long", [mt.LONG_ANSWER], [])
+        run("error-body", [mt.ANSWER], mt.error_faults())
     print("RESULT " + json.dumps(out))
     """
 )
@@ -92,8 +97,8 @@ def runs(postgres_url, tmp_path_factory) -> dict:
     return json.loads(line.removeprefix("RESULT "))
 
 
-def assert_ended(run: dict) -> None:
-    assert run["returned"] == run["status"] == "completed"
+def assert_ended(run: dict, status: str = "completed") -> None:
+    assert run["returned"] == run["status"] == status
     assert (
         run["seqs"] == list(range(1, len(run["seqs"]) + 1)) == list(range(1, run["last_seq"] + 1))
     )
@@ -144,3 +149,9 @@ def test_any_text_made_storable_is_written_to_postgres_text_and_jsonb(pg_table, 
         [fixed, Jsonb({"text": fixed, fixed: 1})],
     ).fetchone()
     assert row == (fixed, {"text": fixed, fixed: 1})
+
+
+def test_an_error_body_with_nul_and_a_lone_surrogate_still_ends_the_task_on_postgres(runs):
+    run = runs["error-body"]
+    assert_ended(run, "failed")
+    assert ERROR_STORED in run["original_error"]
