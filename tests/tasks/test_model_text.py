@@ -6,15 +6,18 @@ status stored, contiguous events and exactly one task_finished."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.test import Client
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
 from apps.engine.llm.text import REPLACEMENT, storable
+from apps.tasks.consumers import task_group
 from apps.tasks.history import HISTORY_MAX_CHARS, conversation_history
 from apps.tasks.models import Conversation, Task, TaskEvent
 from apps.tasks.runner import run_task
@@ -114,7 +117,18 @@ async def test_a_long_answer_is_stored_once_in_full_and_events_carry_a_marked_cu
     llm.set_script([answer])
     conversation = await sync_to_async(Conversation.objects.create)(user=user, workspace=workspace)
     task = await sync_to_async(make_task)(user, workspace, goal="long", conversation=conversation)
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_add(task_group(task.pk), channel)
     assert await run_task(task.pk) == "completed"
+    broadcast = {}  # what other processes' sockets get
+    while "task_finished" not in broadcast:
+        message = await asyncio.wait_for(layer.receive(channel), 5)
+        broadcast.update((event["type"], event["data"]) for event in message["events"])
+    assert "final_full" not in broadcast["task_finished"]
+    assert broadcast["task_finished"]["final_chars"] == len(answer)
+    assert len(broadcast["task_finished"]["final"]) < 1200
+    assert len(broadcast["final_answer"]["text"]) < 1200
 
     def check():
         stored, events = ended_cleanly(task.pk)
