@@ -84,6 +84,14 @@ def test_every_bad_field_gets_its_own_line(tmp_path):
     assert paths == ["executor.kind", "sandbox.moed", "streaming.flush_interval_ms"]
 
 
+def test_limits_answer_chars_defaults_to_200000_and_must_be_positive(tmp_path):
+    assert load_config(write(tmp_path, "")).limits.answer_chars == 200_000
+    assert load_config(ROOT / "agentkit.yaml").limits.answer_chars == 200_000
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, "limits: {answer_chars: 0}\n"))
+    assert [line.split(":")[0] for line in info.value.lines] == ["limits.answer_chars"]
+
+
 def test_openai_provider_without_base_url_says_what_to_set(tmp_path):
     with pytest.raises(ConfigError) as info:
         parse_config({"models": {"main": {"provider": "openai", "model": "x"}}})

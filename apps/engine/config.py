@@ -195,6 +195,12 @@ class StreamingConfig(Section):
     flush_interval_ms: NonNegInt = 50
 
 
+class LimitsConfig(Section):
+    # An answer longer than this is stored once in full (the task's result); its final_answer
+    # and task_finished events carry the first answer_chars characters, a marker and its length.
+    answer_chars: PositiveInt = 200_000
+
+
 class VerificationConfig(Section):
     modes: ModeVerification = ModeVerification()
     max_reinjections: NonNegInt = 1
@@ -438,6 +444,7 @@ class AgentkitConfig(Section):
     repo_map: RepoMapConfig = RepoMapConfig()
     compression: CompressionConfig = CompressionConfig()
     streaming: StreamingConfig = StreamingConfig()
+    limits: LimitsConfig = LimitsConfig()
     verification: VerificationConfig = VerificationConfig()
     reflexion: ReflexionConfig = ReflexionConfig()
     plan_exec: PlanExecConfig = PlanExecConfig()

@@ -14,10 +14,14 @@ What the engine itself emits, with its `data`:
     verification_result  attempt, passed, errors, log, reinjected
     compression          step, tokens_before, tokens_after, summarized_by, messages_summarized,
                          kept_first, kept_last, failures, agent, task_type  (compressor.py)
-    final_answer         step, text
+    final_answer         step, text  (over limits.answer_chars: cut, with a marker, and
+                         text_truncated: true, text_chars: the whole answer's length)
     error                step, fatal, error_struct {error_code, message, suggestions, retryable}
     task_finished        status, final, steps, usage, cost, error, verification, phases
-                         (see TaskResult)
+                         (see TaskResult; a `final` over limits.answer_chars is cut as
+                         final_answer's text, final_truncated, final_chars, and the whole answer
+                         rides along as final_full, which the runner stores as the task's result
+                         and takes out of the event)
 
 plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
 

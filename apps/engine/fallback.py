@@ -27,6 +27,7 @@ from apps.engine import flow
 from apps.engine.config import EMERGENCY_RULES, FallbackChainConfig
 from apps.engine.events import ErrorStruct
 from apps.engine.llm import errors as llm
+from apps.engine.llm.text import storable
 from apps.engine.loop_detection import LoopVerdict
 from apps.engine.sandbox import SandboxUnavailable
 
@@ -230,13 +231,14 @@ class EmergencyRules:
 
 
 def original(exc: BaseException) -> str:
-    """`Type: text` of the failure; for an engine outcome, its own error's message."""
+    """`Type: text` of the failure; for an engine outcome, its own error's message. Storable
+    (llm/text.py): an endpoint's error text may hold NUL or a lone surrogate."""
     if isinstance(exc, flow.Finished):
         if exc.cause is not None:
             exc = exc.cause
         elif exc.error is not None:
-            return f"{exc.error.error_code}: {exc.error.message}"
-    return f"{type(exc).__name__}: {exc}"
+            return storable(f"{exc.error.error_code}: {exc.error.message}")
+    return storable(f"{type(exc).__name__}: {exc}")
 
 
 _HOME = re.compile(r"/(?:home|Users)/[^/\s'\"]+")
@@ -323,7 +325,7 @@ def interrupted() -> ErrorStruct:
 def engine_bug(exc: BaseException) -> ErrorStruct:
     return ErrorStruct(
         error_code="engine_error",
-        message=f"Internal error: {type(exc).__name__}: {exc}",
+        message=storable(f"Internal error: {type(exc).__name__}: {exc}"),
         suggestions=["This is a bug in agentkit; the server log has the traceback."],
     )
 
@@ -373,8 +375,8 @@ def from_llm_error(exc: llm.LLMError) -> ErrorStruct:
         if isinstance(exc, cls):
             code, hint = known_code, known_hint
             break
-    return ErrorStruct(
-        error_code=code, message=str(exc), suggestions=[hint], retryable=exc.retryable
+    return ErrorStruct(  # the endpoint's error text may hold NUL or a lone surrogate
+        error_code=code, message=storable(str(exc)), suggestions=[hint], retryable=exc.retryable
     )
 
 

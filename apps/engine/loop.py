@@ -163,7 +163,8 @@ class ReActEngine:
             if run.outcome.status in ("failed", "gave_up_after_reflections"):
                 struct = run.outcome.error.model_dump()
                 yield run.event("error", step=run.steps, fatal=True, error_struct=struct)
-            yield run.event("task_finished", **run.result().event_data())
+            answer_chars = self.config.limits.answer_chars
+            yield run.event("task_finished", **run.result().event_data(answer_chars))
             if crash is not None:
                 raise crash
         except (GeneratorExit, asyncio.CancelledError):

@@ -171,7 +171,7 @@ class TeamOrchestrator:
                 yield event(
                     "error", step=result.steps, fatal=True, error_struct=result.error.model_dump()
                 )
-            yield event("task_finished", **result.event_data())
+            yield event("task_finished", **result.event_data(self.config.limits.answer_chars))
         except (GeneratorExit, asyncio.CancelledError):
             result = result or TaskResult(
                 task_id=task.task_id, status="cancelled", error=fallback.interrupted()
@@ -183,7 +183,7 @@ class TeamOrchestrator:
                 task_id=task.task_id, status="failed", error=fallback.engine_bug(exc)
             )
             yield event("error", step=0, fatal=True, error_struct=result.error.model_dump())
-            yield event("task_finished", **result.event_data())
+            yield event("task_finished", **result.event_data(self.config.limits.answer_chars))
             raise
         finally:
             for job in running.values():

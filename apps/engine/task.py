@@ -94,17 +94,42 @@ class TaskResult(BaseModel):
     def ok(self) -> bool:
         return self.status == "completed"
 
-    def event_data(self) -> dict[str, Any]:
+    def event_data(self, answer_chars: int | None = None) -> dict[str, Any]:
+        """The task_finished event's data. `final` longer than `answer_chars` (limits.answer_chars)
+        is cut (`answer_fields`), and the whole answer rides along as `final_full`, which the
+        runner's event writer takes out and stores as the task's result alone."""
         # `phases` only where there are phases: other modes' events stay as they were.
         exclude = {"task_id", "original_error"}
         if self.phases is None:
             exclude.add("phases")
         if self.salvage is None:  # only where there is salvage: other events stay as they were
             exclude.add("salvage")
-        return self.model_dump(mode="json", exclude=exclude)
+        data = self.model_dump(mode="json", exclude=exclude)
+        if answer_chars is not None and len(self.final) > answer_chars:
+            data.update(answer_fields("final", self.final, answer_chars), final_full=self.final)
+        return data
 
     @classmethod
     def from_event(cls, event: Event) -> TaskResult:
         if event.type != "task_finished":
             raise ValueError(f"expected a task_finished event, got {event.type}")
-        return cls.model_validate({**event.data, "task_id": event.task_id})
+        data = {**event.data, "task_id": event.task_id}
+        if "final_full" in data:  # the answer was cut for the event: the whole one
+            data["final"] = data["final_full"]
+        return cls.model_validate(data)
+
+
+def answer_fields(key: str, answer: str, limit: int) -> dict[str, Any]:
+    """An answer for an event: `{key: answer}`, or, when it is longer than `limit` characters,
+    its first `limit` characters and a marker that says how long it is and where the whole one
+    is, with `<key>_truncated: true` and `<key>_chars` (its length)."""
+    if len(answer) <= limit:
+        return {key: answer}
+    marker = ANSWER_CUT_MARKER.format(shown=limit, chars=len(answer))
+    return {key: answer[:limit] + marker, f"{key}_truncated": True, f"{key}_chars": len(answer)}
+
+
+ANSWER_CUT_MARKER = (
+    "\n\n[… answer cut here: the first {shown:,} of its {chars:,} characters are shown; the "
+    "whole answer is the task's result]"
+)

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from apps.engine.llm.text import storable, storable_value
 from apps.engine.llm.types import ToolSpec
 from apps.engine.schema_check import Check, compile_check
 
@@ -196,7 +197,17 @@ class ToolSet:
     ) -> ToolResult:
         """Validate, run, and truncate. Model mistakes become results; engine bugs propagate only
         when they are not inside the tool (an exception inside a tool is the tool's failure).
-        `arguments_error`: the model's argument text could not be parsed (the gateway says why)."""
+        `arguments_error`: the model's argument text could not be parsed (the gateway says why).
+        The result is storable (llm/text.py): a NUL a command printed, a file name that is not
+        UTF-8 (a surrogate escape) become U+FFFD in its output, error and data."""
+        result = await self._execute(name, arguments, arguments_error)
+        result.output = storable(result.output)
+        if result.error is not None:
+            result.error = storable(result.error)
+        result.data = storable_value(result.data)
+        return result
+
+    async def _execute(self, name: str, arguments: Any, arguments_error: str | None) -> ToolResult:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.failure(

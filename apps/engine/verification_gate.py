@@ -16,7 +16,7 @@ from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, Message
 from apps.engine.ports import VerificationOutcome, Verifier
 from apps.engine.sandbox import SandboxUnavailable
-from apps.engine.task import VerificationRecord
+from apps.engine.task import VerificationRecord, answer_fields
 
 if TYPE_CHECKING:
     from apps.engine.run_state import RunState
@@ -36,7 +36,8 @@ async def finish(
             raise SandboxMissing(answer, fallback.sandbox_unavailable(exc)) from None
         async for event in check(run, answer, outcome, config, ask):
             yield event
-    yield run.event("final_answer", step=run.steps, text=answer)
+    limit = config.limits.answer_chars  # a longer one is cut here, whole in the task's result
+    yield run.event("final_answer", step=run.steps, **answer_fields("text", answer, limit))
     raise Submitted(answer)
 
 

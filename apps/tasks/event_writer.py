@@ -245,10 +245,17 @@ def _prepared(names: tuple[str, ...], values: tuple) -> tuple:
 
 
 def _final_status_values(finished: TaskEvent) -> tuple:
+    """The task's final status, result, error, usage, cost and end from its task_finished
+    event. An answer the engine cut for the event (over limits.answer_chars: `final_truncated`)
+    comes whole in `final_full`: taken out of the data here, before the row is written and the
+    event broadcast (the message holds the same dict), kept on the event for a retried write,
+    and stored as the result — the one full copy."""
     data = finished.data
+    if "final_full" in data:
+        finished.full_final = data.pop("final_full")
     values = (
         data["status"],
-        data.get("final") or "",
+        getattr(finished, "full_final", None) or data.get("final") or "",
         data.get("error"),
         data.get("usage") or {},
         data.get("cost") or 0.0,

@@ -5,7 +5,8 @@ assistant message holding a compressed account of its tool work (one line per ca
 arguments, outcome, first line of output) followed by its final answer (or why it failed). The
 text is a pure function of stored rows, so it is byte-identical every time it is rebuilt: the
 prompt prefix of turn N+1 repeats turn N's and stays cached. Oldest turns are dropped first when
-the whole history passes HISTORY_MAX_CHARS; inside a run the compressor takes over from there.
+the whole history passes HISTORY_MAX_CHARS (an answer longer than half of it is cut, with a note
+of its length); inside a run the compressor takes over from there.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from apps.engine.llm.types import Message
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent
 
 HISTORY_MAX_CHARS = 60_000
+ANSWER_MAX_CHARS = HISTORY_MAX_CHARS // 2  # of one turn's answer (answer_for_history)
 MAX_CALLS_PER_TURN = 30
 LINE_CHARS = 160
 
@@ -50,13 +52,27 @@ def tool_work(events: Iterable[TaskEvent]) -> list[str]:
     return lines
 
 
+def answer_for_history(result: str) -> str:
+    """A turn's answer (the task's whole result) as the history gives it: up to
+    ANSWER_MAX_CHARS, else its start and a note of its length (an answer of megabytes
+    would otherwise fill the next turn's prompt by itself)."""
+    answer = result.strip()
+    if len(answer) <= ANSWER_MAX_CHARS:
+        return answer
+    return (
+        answer[:ANSWER_MAX_CHARS] + f"\n[… the rest of this answer is left out: it is "
+        f"{len(answer):,} characters in all]"
+    )
+
+
 def turn_messages(task: Task, events: Sequence[TaskEvent]) -> tuple[Message, Message]:
     work = tool_work(events)
+    result = answer_for_history(task.result)
     if task.status == "completed":
-        answer = task.result.strip() or "(no answer)"
+        answer = result or "(no answer)"
     else:
         reason = (task.error or {}).get("message") or task.status
-        answer = (task.result.strip() + "\n\n" if task.result.strip() else "") + (
+        answer = (result + "\n\n" if result else "") + (
             f"(this turn ended {task.status}: {reason})"
         )
     text = answer

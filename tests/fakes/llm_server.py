@@ -28,7 +28,9 @@ What it does like the real services:
   malformed SSE line, `error` event after HTTP 200 (or any given error object, e.g. Groq's
   `tool_use_failed`), a recorded SSE body replayed byte for byte, disconnect mid-stream, empty
   answer, 401
-  that echoes the API key, context-window 400, one JSON body for a streaming request.
+  that echoes the API key, context-window 400, one JSON body for a streaming request; and a
+  misbehaving model's text (`Fault.shaped`): exact stream pieces (an emoji cut between two,
+  a lone surrogate, NUL, control characters) and reasoning sent before the text.
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
   128-token steps, reported as `prompt_tokens_details.cached_tokens`.
@@ -97,6 +99,8 @@ class Fault:
     error_json: str | None = None  # stream_error: the error object sent, as JSON text
     raw_body: str | None = None  # recorded_stream: the SSE body sent as it is
     chunk_size: int = 64  # recorded_stream: bytes per write
+    pieces: tuple[str, ...] | None = None  # shaped: the text, as streamed
+    reasoning: tuple[str, ...] = ()  # shaped: reasoning pieces sent before the text
 
     @classmethod
     def http_error(cls, status: int = 500, message: str = "fake server error", **kw) -> Fault:
@@ -138,6 +142,19 @@ class Fault:
         """Answer a streaming request with these exact SSE bytes (a recorded stream, e.g. one
         with server-side tool blocks), sent in `chunk_size`-byte pieces."""
         return cls("recorded_stream", raw_body=body.decode(), chunk_size=chunk_size, **kw)
+
+    @classmethod
+    def shaped(
+        cls, pieces: Sequence[str] | None = None, reasoning: Sequence[str] = (), **kw
+    ) -> Fault:
+        """The script's answer, with its text replaced by `pieces` streamed one per chunk
+        (joined when not streamed; None: the turn's own text) and `reasoning` sent first
+        (OpenAI `reasoning_content` deltas, as DeepSeek; an Anthropic `thinking` block). Each
+        piece is its own JSON string, written as JSON encoders write it (ASCII escapes): a
+        surrogate pair split between two pieces arrives as two lone halves, `\\ud83d` then
+        `\\ude00`; a NUL as `\\u0000`."""
+        pieces = tuple(pieces) if pieces is not None else None
+        return cls("shaped", pieces=pieces, reasoning=tuple(reasoning), **kw)
 
     @classmethod
     def disconnect(cls, after_chunks: int = 2, **kw) -> Fault:
@@ -443,7 +460,7 @@ class FakeLLMServer:
             self._player.requests.append(request)
             try:  # a faulty answer leaves the turn for the retry
                 turn = self._player.pick(
-                    request, consume=fault is None or fault.kind == "ignore_stream"
+                    request, consume=fault is None or fault.kind in {"ignore_stream", "shaped"}
                 )
             except ScriptExhaustedError as exc:
                 exhausted = wire.BadRequest(str(exc), 400, "script_exhausted")
@@ -460,6 +477,11 @@ class FakeLLMServer:
         )
         if fault is not None and fault.kind == "ignore_stream":
             return await self._complete(writer, protocol, body, answer, None)
+        if fault is not None and fault.kind == "shaped":
+            if fault.pieces is not None:
+                answer.pieces, answer.text = list(fault.pieces), "".join(fault.pieces)
+            answer.reasoning = list(fault.reasoning)
+            fault = None
         if body.get("stream"):
             return await self._stream(writer, protocol, body, answer, fault)
         return await self._complete(writer, protocol, body, answer, fault)

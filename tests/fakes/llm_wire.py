@@ -32,6 +32,15 @@ class Answer:
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    # How `text` is streamed: these exact pieces (one JSON string each, so a surrogate pair cut
+    # between two arrives as two lone halves), None: cut in words (CHUNK).
+    pieces: list[str] | None = None
+    # Reasoning sent before the text: OpenAI `reasoning_content` deltas (DeepSeek's field),
+    # Anthropic a `thinking` block; one piece per delta.
+    reasoning: list[str] = field(default_factory=list)
+
+    def text_pieces(self) -> list[str]:
+        return list(self.pieces) if self.pieces is not None else CHUNK.findall(self.text)
 
 
 # ── wire → neutral ──────────────────────────────────────────────────────────────────────────────
@@ -280,6 +289,8 @@ def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
 
 def openai_completion(body, answer: Answer, number: int) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+    if answer.reasoning:
+        message["reasoning_content"] = "".join(answer.reasoning)
     if answer.tool_calls:
         message["tool_calls"] = openai_tool_calls(answer)
     return {
@@ -313,7 +324,9 @@ def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str 
         return [{"index": 0, "delta": payload, "finish_reason": finish}]
 
     yield frame(delta({"role": "assistant", "content": ""})), None
-    for piece in CHUNK.findall(answer.text):
+    for piece in answer.reasoning:
+        yield frame(delta({"reasoning_content": piece})), piece
+    for piece in answer.text_pieces():
         yield frame(delta({"content": piece})), piece
     for index, call in enumerate(answer.tool_calls):
         pieces = split_arguments(json.dumps(call.arguments))
@@ -348,6 +361,9 @@ def anthropic_usage(answer: Answer, output_tokens: int) -> dict[str, Any]:
 
 def anthropic_message(body, answer: Answer, number: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if answer.reasoning:
+        thinking = "".join(answer.reasoning)
+        content.append({"type": "thinking", "thinking": thinking, "signature": "fake-signature"})
     if answer.text:
         content.append({"type": "text", "text": answer.text})
     content += [
@@ -375,18 +391,24 @@ def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, s
     yield frame("message_start", {"message": message}), None
     yield frame("ping", {}), None
     index = 0
-    if answer.text:
-        yield (
-            frame(
-                "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
-            ),
-            None,
-        )
-        for piece in CHUNK.findall(answer.text):
-            delta = {"type": "text_delta", "text": piece}
+    if answer.reasoning:
+        block = {"type": "thinking", "thinking": ""}
+        yield frame("content_block_start", {"index": 0, "content_block": block}), None
+        for piece in answer.reasoning:
+            delta = {"type": "thinking_delta", "thinking": piece}
             yield frame("content_block_delta", {"index": 0, "delta": delta}), piece
+        delta = {"type": "signature_delta", "signature": "fake-signature"}
+        yield frame("content_block_delta", {"index": 0, "delta": delta}), None
         yield frame("content_block_stop", {"index": 0}), None
         index = 1
+    if answer.text:
+        block = {"type": "text", "text": ""}
+        yield frame("content_block_start", {"index": index, "content_block": block}), None
+        for piece in answer.text_pieces():
+            delta = {"type": "text_delta", "text": piece}
+            yield frame("content_block_delta", {"index": index, "delta": delta}), piece
+        yield frame("content_block_stop", {"index": index}), None
+        index += 1
     for offset, call in enumerate(answer.tool_calls):
         position = index + offset
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}

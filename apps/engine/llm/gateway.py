@@ -18,6 +18,10 @@ object inside a 200 answer (stream or JSON) counts as the status it stands for
 (`errors.status_of_error_body`): Groq's in-stream `invalid_request_error` is a 400,
 `rate_limit_exceeded` a 429. When every alias failed, the last error is raised with a note listing each attempt.
 
+Model text leaves the gateway storable (text.py): streamed text, the answer's content, tool
+calls' ids, names and arguments have NUL and lone surrogates replaced by U+FFFD, an emoji split
+across two chunks joined again. Reasoning ("thinking") text is not passed on by the providers.
+
 If a streamed call fails after some text went out and another attempt follows, the stream yields
 `StreamDelta(restart=True)`: the consumer drops the text shown so far.
 
@@ -52,6 +56,7 @@ from apps.engine.llm.providers.anthropic import AnthropicProvider
 from apps.engine.llm.providers.base import Provider
 from apps.engine.llm.providers.openai import OpenAIProvider
 from apps.engine.llm.providers.scripted import Script, ScriptedProvider
+from apps.engine.llm.text import StorableStream, storable, storable_call
 from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
 
 log = logging.getLogger(__name__)
@@ -235,14 +240,17 @@ class Gateway:
             for attempt in range(1, max_attempts + 1):
                 calls += 1
                 emitted = False
+                pieces = StorableStream()  # text a database can store (text.py)
                 try:
                     async with aclosing(provider.generate(request, stream=stream)) as deltas:
                         async for delta in deltas:
                             if delta.response is None:
-                                if delta.text:
+                                if delta.text and (text := pieces.push(delta.text)):
                                     emitted = True
-                                    yield delta
+                                    yield delta if text is delta.text else StreamDelta(text=text)
                                 continue
+                            if held := pieces.end():  # a half surrogate the stream ended on
+                                yield StreamDelta(text=held)
                             response = self._checked(name, provider, delta.response, calls)
                             yield StreamDelta(response=response)
                             return
@@ -276,6 +284,9 @@ class Gateway:
     def _checked(
         self, alias: str, provider: Provider, response: ChatResponse, calls: int
     ) -> ChatResponse:
+        response.content = storable(response.content)
+        if response.tool_calls:
+            response.tool_calls = [storable_call(call) for call in response.tool_calls]
         if not response.content.strip() and not response.tool_calls:
             raise EmptyResponseError(
                 f"{alias}: the model answered with neither text nor tool calls "

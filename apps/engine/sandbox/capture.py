@@ -10,6 +10,8 @@ import signal
 import time
 from pathlib import Path
 
+from apps.engine.llm.text import storable
+
 
 class CappedBuffer:
     """Keeps the first and last `limit // 2` bytes of a stream and counts the rest."""
@@ -36,8 +38,10 @@ class CappedBuffer:
         return self.total > len(self.head) + len(self.tail)
 
     def text(self) -> str:
-        head = self.head.decode("utf-8", "replace")
-        tail = self.tail.decode("utf-8", "replace")
+        """The output as text a database stores (llm/text.py): bytes that are not UTF-8 and
+        NUL become U+FFFD."""
+        head = storable(self.head.decode("utf-8", "replace"))
+        tail = storable(self.tail.decode("utf-8", "replace"))
         if not self.truncated:
             return head + tail
         omitted = self.total - len(self.head) - len(self.tail)
