@@ -87,6 +87,10 @@ class ModelConfig(Section):
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()
     context_window: PositiveInt = 128_000
+    thinking_budget: Annotated[int, Field(ge=1024)] | None = Field(
+        default=None,
+        description="anthropic: extended thinking with this many budget tokens (< max_tokens).",
+    )
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelConfig:
@@ -95,6 +99,17 @@ class ModelConfig(Section):
                 "provider 'openai' needs base_url (e.g. https://api.openai.com/v1 or "
                 "http://127.0.0.1:11434/v1 for Ollama)"
             )
+        if self.thinking_budget is not None:
+            if self.provider != "anthropic":
+                raise ValueError(
+                    "thinking_budget applies to provider 'anthropic' only (OpenAI-compatible "
+                    "reasoning models think on their own; their reasoning is shown as it comes)"
+                )
+            if self.thinking_budget >= self.max_tokens:
+                raise ValueError(
+                    f"thinking_budget ({self.thinking_budget}) must be less than max_tokens "
+                    f"({self.max_tokens}): raise max_tokens or lower the budget"
+                )
         return self
 
 

@@ -29,6 +29,12 @@ What it does like the real services:
   `tool_use_failed`), a recorded SSE body replayed byte for byte, disconnect mid-stream, empty
   answer, 401
   that echoes the API key, context-window 400, one JSON body for a streaming request.
+- Reasoning: a turn's `thinking` streams before its text — Anthropic, when the request enables
+  `thinking`, as a `thinking` block (`thinking_delta`s, then a `signature_delta` whose value
+  signs the text); OpenAI as `reasoning_content` deltas (`reasoning_field`). Like the services,
+  it refuses with 400 a request whose thinking block was changed (bad signature), a tool-use
+  turn (thinking enabled) whose assistant message does not begin with its thinking block, and an
+  OpenAI assistant message that carries `reasoning_content` / `reasoning` back (DeepSeek's 400).
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
   128-token steps, reported as `prompt_tokens_details.cached_tokens`.
@@ -211,8 +217,12 @@ class FakeLLMServer:
         port: int = 0,
         record_chunks: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        reasoning_field: str = "reasoning_content",
     ):
-        """`ssl_context` (a server-side context): serve HTTPS instead of HTTP."""
+        """`ssl_context` (a server-side context): serve HTTPS instead of HTTP.
+        `reasoning_field`: the OpenAI delta field a turn's `thinking` streams in
+        (`reasoning_content` as DeepSeek and Qwen, `reasoning` as OpenRouter)."""
+        self.reasoning_field = reasoning_field
         self.record_chunks = record_chunks
         self.ssl_context = ssl_context
         self._chunks: list[tuple[str, float, str]] = []
@@ -497,7 +507,7 @@ class FakeLLMServer:
             answer = wire.Answer()
         else:
             finish = turn.finish_reason or ("tool_calls" if calls else "stop")
-            answer = wire.Answer(turn.text, calls, finish)
+            answer = wire.Answer(turn.text, calls, finish, thinking=turn.thinking)
         with self._lock:
             if protocol == "anthropic":
                 usage = self._anthropic_cache.account(wire.anthropic_cache_blocks(body))
@@ -506,7 +516,7 @@ class FakeLLMServer:
         answer.input_tokens = usage.input_tokens
         answer.cache_read = usage.cache_read_tokens
         answer.cache_write = usage.cache_write_tokens
-        answer.output_tokens = estimate_tokens(answer.text) + sum(
+        answer.output_tokens = estimate_tokens(answer.text + answer.thinking) + sum(
             estimate_tokens(call.name + json.dumps(call.arguments)) for call in answer.tool_calls
         )
         if turn.usage is not None and not empty:
@@ -572,7 +582,7 @@ class FakeLLMServer:
         if wait > 0:
             await asyncio.sleep(wait)
         payload = (
-            wire.openai_completion(body, answer, next(self._ids))
+            wire.openai_completion(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
             else wire.anthropic_message(body, answer, next(self._ids))
         )
@@ -612,7 +622,7 @@ class FakeLLMServer:
         await self._send_head(writer, 200, headers)
         await writer.drain()
         events = (
-            wire.openai_events(body, answer, next(self._ids))
+            wire.openai_events(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
             else wire.anthropic_events(body, answer, next(self._ids))
         )

@@ -3,6 +3,8 @@ answers out (JSON bodies and SSE frames). Pure functions; the server is in llm_s
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import time
@@ -11,7 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.engine.llm.cachesim import CacheBlock
-from apps.engine.llm.types import ChatRequest, Message, TextBlock, ToolCall, ToolSpec
+from apps.engine.llm.types import (
+    ChatRequest,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolSpec,
+)
 
 CHUNK = re.compile(r"\S+\s*|\s+")  # how text is cut into streamed pieces (words)
 
@@ -32,6 +41,63 @@ class Answer:
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    thinking: str = ""  # Anthropic: a signed thinking block (when asked for); OpenAI: reasoning
+
+
+# ── thinking signatures ─────────────────────────────────────────────────────────────────────────
+_SIGNING_KEY = b"fake-llm-server thinking key"
+THINKING_MISSING = (
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+    "`{found}`. When `thinking` is enabled, a final `assistant` message must start with a "
+    "thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). We "
+    "recommend you include thinking blocks from previous turns. To avoid this requirement, "
+    "disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
+REASONING_SENT_BACK = (
+    "The reasoning_content is an intermediate result for display purposes only and will not be "
+    "included in the context for inference. Please remove the reasoning_content from your input "
+    "messages."
+)
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature the fake gives a thinking text: any change to the text breaks it."""
+    digest = hashlib.sha256(_SIGNING_KEY + thinking.encode()).digest()
+    return base64.b64encode(digest).decode()
+
+
+def redacted_data(thinking: str) -> str:
+    """A `redacted_thinking` block's opaque `data` as the fake issues (and later checks) it."""
+    payload = json.dumps({"sig": thinking_signature(thinking), "thinking": thinking})
+    return base64.b64encode(payload.encode()).decode()
+
+
+def _redacted_ok(data: Any) -> bool:
+    try:
+        payload = json.loads(base64.b64decode(str(data), validate=True))
+        return payload["sig"] == thinking_signature(payload["thinking"])
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+def thinking_enabled(body: dict[str, Any]) -> bool:
+    """Anthropic `thinking: {type: enabled, budget_tokens}`, checked as the API checks it."""
+    thinking = body.get("thinking")
+    if thinking is None or (isinstance(thinking, dict) and thinking.get("type") == "disabled"):
+        return False
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        raise BadRequest("thinking: Input tag does not match any of the expected tags")
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < 1024:
+        raise BadRequest(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        )
+    if budget >= body.get("max_tokens", 0):
+        raise BadRequest("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    if body.get("temperature") not in (None, 1, 1.0):
+        raise BadRequest("`temperature` may only be set to 1 when thinking is enabled.")
+    return True
 
 
 # ── wire → neutral ──────────────────────────────────────────────────────────────────────────────
@@ -69,6 +135,8 @@ def openai_request(body: dict[str, Any]) -> ChatRequest:
         elif role == "user":
             neutral.append(Message("user", text_of(message.get("content"))))
         elif role == "assistant":
+            if "reasoning_content" in message or "reasoning" in message:
+                raise BadRequest(REASONING_SENT_BACK)
             calls = []
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
@@ -127,6 +195,7 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
             if block.get("type") != "text" or not block.get("text"):
                 raise BadRequest(f"system.{index}: text content blocks must be non-empty")
             blocks.append(TextBlock(block["text"], cache="cache_control" in block))
+    thinking_on = thinking_enabled(body)
     breakpoints += sum(1 for b in blocks if b.cache)
     breakpoints += sum(1 for t in body.get("tools") or [] if "cache_control" in t)
     neutral: list[Message] = []
@@ -148,10 +217,25 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
         answered: set[str] = set()
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thoughts: list[ThinkingBlock] = []
         for position, part in enumerate(parts):
             breakpoints += "cache_control" in part
             kind = part.get("type")
-            if kind == "text":
+            if kind == "thinking" and role == "assistant":
+                if part.get("signature") != thinking_signature(str(part.get("thinking"))):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: Invalid `signature` in "
+                        "`thinking` block"
+                    )
+                thoughts.append(ThinkingBlock("thinking", part["thinking"], part["signature"]))
+            elif kind == "redacted_thinking" and role == "assistant":
+                if not _redacted_ok(part.get("data")):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: Invalid `data` in "
+                        "`redacted_thinking` block"
+                    )
+                thoughts.append(ThinkingBlock("redacted_thinking", data=part["data"]))
+            elif kind == "text":
                 if not part.get("text"):
                     raise BadRequest(
                         f"messages.{index}.content.{position}: text content blocks must be non-empty"
@@ -193,7 +277,20 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
                 neutral.append(Message("user", "\n".join(texts)))
         else:
             pending_tool_uses = {call.id for call in calls}
-            neutral.append(Message("assistant", "\n".join(texts), tuple(calls)))
+            neutral.append(
+                Message("assistant", "\n".join(texts), tuple(calls), thinking=tuple(thoughts))
+            )
+    if thinking_on and len(messages) >= 2 and pending_tool_uses == set():
+        last_parts = messages[-1].get("content")
+        in_tool_turn = isinstance(last_parts, list) and any(
+            isinstance(p, dict) and p.get("type") == "tool_result" for p in last_parts
+        )
+        first = messages[-2]["content"]
+        first = first[0] if isinstance(first, list) else {"type": "text"}
+        if in_tool_turn and first.get("type") not in {"thinking", "redacted_thinking"}:
+            raise BadRequest(
+                THINKING_MISSING.format(index=len(messages) - 2, found=first.get("type"))
+            )
     if breakpoints > 4:
         raise BadRequest(
             f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
@@ -278,8 +375,12 @@ def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
     ]
 
 
-def openai_completion(body, answer: Answer, number: int) -> dict[str, Any]:
+def openai_completion(
+    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
+    if answer.thinking:
+        message[reasoning_field] = answer.thinking
     if answer.tool_calls:
         message["tool_calls"] = openai_tool_calls(answer)
     return {
@@ -297,8 +398,11 @@ def split_arguments(text: str, pieces: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str | None]]:
-    """(SSE frame, visible text or None for bookkeeping frames)."""
+def openai_events(
+    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+) -> Iterator[tuple[str, str | None]]:
+    """(SSE frame, visible text or None for bookkeeping frames). Reasoning streams first, as
+    `reasoning_field` deltas (DeepSeek: reasoning_content; OpenRouter: reasoning)."""
     base = {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion.chunk",
@@ -313,6 +417,8 @@ def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str 
         return [{"index": 0, "delta": payload, "finish_reason": finish}]
 
     yield frame(delta({"role": "assistant", "content": ""})), None
+    for piece in CHUNK.findall(answer.thinking):
+        yield frame(delta({"content": None, reasoning_field: piece})), piece
     for piece in CHUNK.findall(answer.text):
         yield frame(delta({"content": piece})), piece
     for index, call in enumerate(answer.tool_calls):
@@ -346,8 +452,24 @@ def anthropic_usage(answer: Answer, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def anthropic_thinks(body: dict[str, Any], answer: Answer) -> bool:
+    """A thinking block answers only a request that enabled thinking (as with the API)."""
+    thinking = body.get("thinking")
+    return (
+        bool(answer.thinking) and isinstance(thinking, dict) and thinking.get("type") == "enabled"
+    )
+
+
 def anthropic_message(body, answer: Answer, number: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
+    if anthropic_thinks(body, answer):
+        content.append(
+            {
+                "type": "thinking",
+                "thinking": answer.thinking,
+                "signature": thinking_signature(answer.thinking),
+            }
+        )
     if answer.text:
         content.append({"type": "text", "text": answer.text})
     content += [
@@ -375,18 +497,26 @@ def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, s
     yield frame("message_start", {"message": message}), None
     yield frame("ping", {}), None
     index = 0
-    if answer.text:
-        yield (
-            frame(
-                "content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}
-            ),
-            None,
-        )
-        for piece in CHUNK.findall(answer.text):
-            delta = {"type": "text_delta", "text": piece}
+    if anthropic_thinks(body, answer):
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        yield frame("content_block_start", {"index": 0, "content_block": start}), None
+        for piece in CHUNK.findall(answer.thinking):
+            delta = {"type": "thinking_delta", "thinking": piece}
             yield frame("content_block_delta", {"index": 0, "delta": delta}), piece
+        signature = thinking_signature(answer.thinking)
+        for piece in split_arguments(signature, 2):
+            delta = {"type": "signature_delta", "signature": piece}
+            yield frame("content_block_delta", {"index": 0, "delta": delta}), None
         yield frame("content_block_stop", {"index": 0}), None
         index = 1
+    if answer.text:
+        start = {"type": "text", "text": ""}
+        yield frame("content_block_start", {"index": index, "content_block": start}), None
+        for piece in CHUNK.findall(answer.text):
+            delta = {"type": "text_delta", "text": piece}
+            yield frame("content_block_delta", {"index": index, "delta": delta}), piece
+        yield frame("content_block_stop", {"index": index}), None
+        index += 1
     for offset, call in enumerate(answer.tool_calls):
         position = index + offset
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}

@@ -239,7 +239,7 @@ class Gateway:
                     async with aclosing(provider.generate(request, stream=stream)) as deltas:
                         async for delta in deltas:
                             if delta.response is None:
-                                if delta.text:
+                                if delta.text or delta.reasoning:
                                     emitted = True
                                     yield delta
                                 continue

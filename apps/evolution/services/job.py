@@ -47,7 +47,7 @@ def evolve_task(*, task_id: int, config: EvolutionConfig) -> EvolutionReport:
     events = [
         {"seq": seq, "type": kind, "data": data}
         for seq, kind, data in TaskEvent.objects.filter(task=task)
-        .exclude(type="token")
+        .exclude(type__in=("token", "reasoning"))
         .order_by("seq")
         .values_list("seq", "type", "data")
     ]

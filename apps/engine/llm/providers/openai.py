@@ -7,6 +7,11 @@ is `[]` or `null`, tool-call fragments keyed by `index` (id and name only in the
 or repeated), a missing `index`, `finish_reason` spellings (`function_call`, `eos`), `[DONE]`
 missing after a finish reason, and an `{"error": ...}` chunk after HTTP 200. Cached prompt tokens
 come from `usage.prompt_tokens_details.cached_tokens` (DeepSeek: `prompt_cache_hit_tokens`).
+
+Reasoning models (DeepSeek, Qwen, OpenRouter) stream their reasoning as `reasoning_content` (or
+`reasoning`) deltas: kept as `ChatResponse.reasoning` and given out as reasoning deltas, for
+display and usage only. It is never sent back: the assistant messages built here carry content
+and tool calls alone (DeepSeek refuses a request whose messages carry `reasoning_content`).
 """
 
 from __future__ import annotations
@@ -127,12 +132,14 @@ def parse_response(data: dict[str, Any]) -> ChatResponse:
     content = message.get("content")
     if isinstance(content, list):  # some servers answer with content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     return ChatResponse(
         content=content or "",
         tool_calls=calls,
         usage=parse_usage(data.get("usage")),
         finish_reason=normalize_finish_reason(choice.get("finish_reason")),
         model=data.get("model") or "",
+        reasoning=reasoning if isinstance(reasoning, str) else "",
     )
 
 
@@ -160,6 +167,9 @@ def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
         if choice.get("index", 0) != 0:
             continue  # n > 1 is never requested
         delta = choice.get("delta") or {}
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            snapshot.add_reasoning(reasoning)
         content = delta.get("content")
         if content:
             text += snapshot.add_text(content)
