@@ -113,6 +113,16 @@ def test_thinking_budget_is_for_anthropic_and_below_max_tokens():
     assert "must be less than max_tokens" in str(info.value)
 
 
+def test_structured_output_json_schema_is_refused_for_anthropic():
+    with pytest.raises(ConfigError) as info:
+        parse_config(
+            {"models": {"main": {"provider": "anthropic", "structured_output": "json_schema"}}}
+        )
+    assert "use tool" in str(info.value)
+    cfg = parse_config({"models": {"main": {"provider": "anthropic", "structured_output": "tool"}}})
+    assert cfg.models["main"].structured_output == "tool"
+
+
 def test_unknown_tool_in_a_skill_is_refused():
     with pytest.raises(ConfigError) as info:
         parse_config({"skills": {"coder": {"tools": ["read_file", "rm_rf"]}}})

@@ -87,6 +87,14 @@ class ModelConfig(Section):
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()
     context_window: PositiveInt = 128_000
+    structured_output: Literal["auto", "json_schema", "tool", "prompt"] = Field(
+        default="auto",
+        description=(
+            "How the planner gets one JSON object: json_schema (OpenAI response_format), tool "
+            "(a forced tool call), prompt (ask, validate, ask again). auto: json_schema for "
+            "openai, tool for anthropic, prompt for scripted."
+        ),
+    )
     thinking_budget: Annotated[int, Field(ge=1024)] | None = Field(
         default=None,
         description="anthropic: extended thinking with this many budget tokens (< max_tokens).",
@@ -98,6 +106,11 @@ class ModelConfig(Section):
             raise ValueError(
                 "provider 'openai' needs base_url (e.g. https://api.openai.com/v1 or "
                 "http://127.0.0.1:11434/v1 for Ollama)"
+            )
+        if self.provider == "anthropic" and self.structured_output == "json_schema":
+            raise ValueError(
+                "structured_output json_schema is OpenAI's response_format; for provider "
+                "'anthropic' use tool (a forced tool call), prompt, or auto"
             )
         if self.thinking_budget is not None:
             if self.provider != "anthropic":

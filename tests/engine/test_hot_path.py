@@ -149,7 +149,7 @@ def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaul
     ]  # fmt: skip
     request = ChatRequest((message,), SYSTEM, TOOLS, 100, 0.5)
     assert [getattr(request, f.name) for f in dataclasses.fields(ChatRequest)] == [
-        (message,), SYSTEM, TOOLS, 100, 0.5
+        (message,), SYSTEM, TOOLS, 100, 0.5, None
     ]  # fmt: skip
     assert dataclasses.replace(message, content="x") == Message(
         "tool", "x", (call,), "c1", "shell", True

@@ -100,6 +100,95 @@ def thinking_enabled(body: dict[str, Any]) -> bool:
     return True
 
 
+# ── structured output ─────────────────────────────────────────────────────────────────────────
+JSON_SCHEMA_UNAVAILABLE = "This response_format type is unavailable now"  # DeepSeek's words
+
+
+def _strict_problems(schema: Any, where: str = "()") -> list[str]:
+    """What OpenAI's strict mode refuses in a schema: open objects, optional properties."""
+    problems: list[str] = []
+    if isinstance(schema, dict):
+        properties = schema.get("properties")
+        if schema.get("type") == "object" or isinstance(properties, dict):
+            if schema.get("additionalProperties") is not False:
+                problems.append(
+                    f"In context={where}, 'additionalProperties' is required to be supplied "
+                    "and to be false."
+                )
+            missing = sorted(set(properties or {}) - set(schema.get("required") or []))
+            if missing:
+                problems.append(
+                    f"In context={where}, 'required' is required to be supplied and to be an "
+                    f"array including every key in properties. Missing '{missing[0]}'."
+                )
+        if "$defs" in schema or "$ref" in schema:
+            pass  # allowed by OpenAI; the client's schema never has them anyway
+        for key, value in schema.items():
+            if key in {"properties", "$defs"} and isinstance(value, dict):
+                for name, sub in value.items():
+                    problems += _strict_problems(sub, f"{where[:-1]}, '{key}', '{name}')")
+            elif key in {"items", "anyOf"}:
+                problems += _strict_problems(value, f"{where[:-1]}, '{key}')")
+    elif isinstance(schema, list):
+        for item in schema:
+            problems += _strict_problems(item, where)
+    return problems
+
+
+def check_response_format(body: dict[str, Any], json_schema_supported: bool) -> None:
+    """OpenAI `response_format`, checked as the service checks it."""
+    wanted = body.get("response_format")
+    if wanted is None:
+        return
+    if not isinstance(wanted, dict) or wanted.get("type") not in {
+        "text",
+        "json_object",
+        "json_schema",
+    }:
+        raise BadRequest("Invalid value for 'response_format.type'.")
+    if wanted["type"] != "json_schema":
+        return
+    if not json_schema_supported:
+        raise BadRequest(JSON_SCHEMA_UNAVAILABLE)
+    spec = wanted.get("json_schema") or {}
+    if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", str(spec.get("name") or "")):
+        raise BadRequest("Missing required parameter: 'response_format.json_schema.name'.")
+    if not isinstance(spec.get("schema"), dict):
+        raise BadRequest(
+            "Invalid type for 'response_format.json_schema.schema': expected an object."
+        )
+    if spec.get("strict"):
+        problems = _strict_problems(spec["schema"])
+        if problems:
+            raise BadRequest(f"Invalid schema for response_format '{spec['name']}': {problems[0]}")
+
+
+def forced_tool(protocol: str, body: dict[str, Any]) -> str | None:
+    """The tool a request forces (`tool_choice`), checked against its tools; None: not forced."""
+    choice = body.get("tool_choice")
+    if choice is None or isinstance(choice, str):
+        if choice == "required" and not body.get("tools"):
+            raise BadRequest("'tool_choice' is only allowed when 'tools' are specified.")
+        return None
+    if protocol == "anthropic":
+        names = [tool.get("name") for tool in body.get("tools") or []]
+        if choice.get("type") in {"auto", "none"}:
+            return None
+        if thinking_enabled(body) and choice.get("type") in {"any", "tool"}:
+            raise BadRequest("Thinking may not be enabled when tool_choice forces tool use.")
+        if choice.get("type") != "tool":
+            return None
+        name = choice.get("name")
+    else:
+        names = [(tool.get("function") or {}).get("name") for tool in body.get("tools") or []]
+        name = (choice.get("function") or {}).get("name")
+    if name not in names:
+        raise BadRequest(
+            f"tool_choice: the tool {name!r} is not among the request's tools ({', '.join(map(str, names))})"
+        )
+    return name
+
+
 # ── wire → neutral ──────────────────────────────────────────────────────────────────────────────
 def text_of(content: Any) -> str:
     if content is None:
@@ -364,12 +453,17 @@ def openai_usage(answer: Answer) -> dict[str, Any]:
     }
 
 
+def arguments_text(call: ToolCall) -> str:
+    """The arguments as the model wrote them (a forced call's text may not even be JSON)."""
+    return call.raw_arguments or json.dumps(call.arguments)
+
+
 def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
     return [
         {
             "id": call.id,
             "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            "function": {"name": call.name, "arguments": arguments_text(call)},
         }
         for call in answer.tool_calls
     ]
@@ -422,7 +516,7 @@ def openai_events(
     for piece in CHUNK.findall(answer.text):
         yield frame(delta({"content": piece})), piece
     for index, call in enumerate(answer.tool_calls):
-        pieces = split_arguments(json.dumps(call.arguments))
+        pieces = split_arguments(arguments_text(call))
         head = {
             "index": index,
             "id": call.id,
@@ -521,7 +615,7 @@ def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, s
         position = index + offset
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         yield frame("content_block_start", {"index": position, "content_block": start}), call.name
-        for piece in split_arguments(json.dumps(call.arguments)):
+        for piece in split_arguments(arguments_text(call)):
             delta = {"type": "input_json_delta", "partial_json": piece}
             yield frame("content_block_delta", {"index": position, "delta": delta}), piece
         yield frame("content_block_stop", {"index": position}), None

@@ -186,12 +186,26 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class StructuredOutput:
+    """Ask for one JSON object of this schema as the answer. Each provider uses what its
+    endpoint has (`models.<alias>.structured_output`): OpenAI `response_format: json_schema`,
+    or a forced call of a tool named `name` (Anthropic; OpenAI-compatible servers without
+    json_schema). The object comes back as the reply's text, or as that tool call's arguments
+    (`ChatResponse.structured_text()` gives either). The caller still validates it."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
     messages: tuple[Message, ...]
     system: tuple[TextBlock, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    structured: StructuredOutput | None = None
 
     def __init__(  # written out as Message's, for the same reason: one per model call
         self,
@@ -200,12 +214,14 @@ class ChatRequest:
         tools: tuple[ToolSpec, ...] = (),
         max_tokens: int | None = None,
         temperature: float | None = None,
+        structured: StructuredOutput | None = None,
     ) -> None:
         _request_messages(self, messages)
         _request_system(self, system)
         _request_tools(self, tools)
         _request_max_tokens(self, max_tokens)
         _request_temperature(self, temperature)
+        _request_structured(self, structured)
 
 
 (
@@ -214,6 +230,7 @@ class ChatRequest:
     _request_tools,
     _request_max_tokens,
     _request_temperature,
+    _request_structured,
 ) = (ChatRequest.__dict__[name].__set__ for name in ChatRequest.__slots__)
 
 
@@ -233,6 +250,15 @@ class ChatResponse:
     # The model's reasoning as text, for people (Anthropic thinking text, OpenAI-compatible
     # `reasoning_content` / `reasoning`): shown and counted, never sent back by itself.
     reasoning: str = ""
+
+    def structured_text(self, name: str) -> str:
+        """The JSON text of a structured answer: the arguments of the first call of tool
+        `name` (a forced tool call), else the reply's text (json_schema, or no structured
+        output at all)."""
+        for call in self.tool_calls:
+            if call.name == name:
+                return call.raw_arguments or sorted_json(call.arguments)
+        return self.content
 
 
 @dataclass(frozen=True, slots=True)

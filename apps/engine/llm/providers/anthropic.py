@@ -23,6 +23,10 @@ requires across a tool-use turn. Their text is also `ChatResponse.reasoning` (sh
 blocks, or whose `max_tokens` leaves no room for the budget, goes without thinking (its thinking
 blocks left out), as the API advises, instead of being refused.
 
+Structured output (`request.structured`, the planner): the schema as one more tool and
+`tool_choice: {type: tool, name}` forcing it (that request goes without thinking, which the API
+does not allow with a forced tool); `structured_output: prompt` leaves it to the caller's words.
+
 Stream events handled: `message_start`, `content_block_start/delta/stop` (`text_delta`,
 `input_json_delta`, `thinking_delta`, `signature_delta`; citations deltas are ignored),
 `message_delta`, `message_stop`, `ping`, `error` (after HTTP 200: a typed error); unknown event
@@ -41,6 +45,7 @@ from typing import Any, ClassVar
 from apps.engine.llm.errors import body_error
 from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, ThinkingDraft, build_tool_call
+from apps.engine.llm.structured import StructuredMode, strict_schema, structured_mode
 from apps.engine.llm.types import (
     ChatRequest,
     ChatResponse,
@@ -145,13 +150,16 @@ def build_body(
     temperature: float | None,
     stream: bool,
     thinking_budget: int | None = None,
+    structured_mode: StructuredMode = "tool",
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens or max_tokens}
+    forced = request.structured if structured_mode == "tool" else None
     system = _system_blocks(request)
     caching = any(block.cache for block in system)
     messages = build_messages(request)
     thinking = (
         thinking_budget is not None
+        and forced is None  # the API refuses thinking with a forced tool call
         and body["max_tokens"] > thinking_budget
         and thinking_allowed(messages)
     )
@@ -188,6 +196,14 @@ def build_body(
             {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
             for tool in request.tools
         ]
+    if forced is not None:
+        tool = {
+            "description": forced.description,
+            "input_schema": strict_schema(forced.schema),
+            "name": forced.name,
+        }
+        body["tools"] = [*body.get("tools", []), tool]
+        body["tool_choice"] = {"name": forced.name, "type": "tool"}
     if stream:
         body["stream"] = True
     return body
@@ -344,6 +360,7 @@ class AnthropicProvider(HTTPProvider):
             temperature=self.model.temperature,
             stream=stream,
             thinking_budget=self.model.thinking_budget,
+            structured_mode=structured_mode(self.model),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:
