@@ -411,6 +411,10 @@ class EvolutionConfig(Section):
     # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
     # candidate instead of the active one (stable hash of the task id). 0: never.
     ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Who writes the lessons: `rules` (the rule-based reflector: failures only) or `llm` (the
+    # auxiliary model reads the run and writes lessons from failures and sampled successes;
+    # when it fails, the rule-based reflector writes them). Both pass the same gates.
+    reflector: Literal["rules", "llm"] = "rules"
 
 
 class PitfallsConfig(Section):
