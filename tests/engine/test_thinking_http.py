@@ -349,3 +349,25 @@ def test_the_fake_refuses_reasoning_content_sent_back():
         response = httpx.post(f"{server.openai_base_url}/chat/completions", json=body)
     assert response.status_code == 400
     assert "reasoning_content" in response.json()["error"]["message"]
+
+
+async def test_reasoning_shown_before_a_retried_stream_failed_is_dropped_with_a_restart():
+    with FakeLLMServer(SCRIPT) as server:
+        entry = server.model_entry("openai", model="thinker")
+        cfg = parse_config(
+            {
+                "models": {"main": entry},
+                "llm": {"retries": {"max_attempts": 2, "initial_backoff": 0}},
+                "streaming": {"flush_interval_ms": 0},
+            }
+        )
+        server.fail_next(Fault.disconnect(after_chunks=3))  # mid-reasoning of the first call
+        events = await run_task(cfg)
+    finished = of_type(events, "task_finished")[-1]
+    assert finished.data["status"] == "completed", finished.data
+    reasoning = of_type(events, "reasoning")
+    restarts = [i for i, event in enumerate(reasoning) if event.data.get("restart")]
+    assert len(restarts) == 1
+    assert reasoning[restarts[0]].data == {"step": 1, "text": "", "restart": True}
+    shown_after = "".join(event.data["text"] for event in reasoning[restarts[0] + 1 :])
+    assert shown_after == FIRST_THOUGHT + SECOND_THOUGHT
