@@ -21,7 +21,7 @@ from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from tests.engine.helpers import EchoTool, no_sleep, of_type
 from tests.engine.llm.conftest import TOOLS
-from tests.fakes import llm_wire as wire
+from tests.fakes import llm_checks as checks
 from tests.fakes.llm_server import FakeLLMServer, Fault
 
 TASK = AgentTask(task_id=7, goal="Echo hello, then say what it gave.", system_prompt="Be exact.")
@@ -79,7 +79,7 @@ async def test_anthropic_thinking_goes_back_first_and_unmodified_across_a_tool_u
     # The second request's assistant message: the signed thinking block first, byte for byte.
     assistant = [m for m in bodies[1]["messages"] if m["role"] == "assistant"][-1]
     assert assistant["content"][0] == {
-        "signature": wire.thinking_signature(FIRST_THOUGHT),
+        "signature": checks.thinking_signature(FIRST_THOUGHT),
         "thinking": FIRST_THOUGHT,
         "type": "thinking",
     }
@@ -92,7 +92,7 @@ async def test_anthropic_thinking_goes_back_first_and_unmodified_across_a_tool_u
 
 
 async def test_anthropic_unstreamed_reply_keeps_thinking_and_redacted_blocks_in_order():
-    redacted = wire.redacted_data("the part the safety system hid")
+    redacted = checks.redacted_data("the part the safety system hid")
     answer = {
         "id": "msg_1",
         "type": "message",
@@ -102,7 +102,7 @@ async def test_anthropic_unstreamed_reply_keeps_thinking_and_redacted_blocks_in_
             {
                 "type": "thinking",
                 "thinking": FIRST_THOUGHT,
-                "signature": wire.thinking_signature(FIRST_THOUGHT),
+                "signature": checks.thinking_signature(FIRST_THOUGHT),
             },
             {"type": "redacted_thinking", "data": redacted},
             {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}},
@@ -114,7 +114,7 @@ async def test_anthropic_unstreamed_reply_keeps_thinking_and_redacted_blocks_in_
 
     reply = parse_response(answer)
     assert reply.thinking == (
-        ThinkingBlock("thinking", FIRST_THOUGHT, wire.thinking_signature(FIRST_THOUGHT)),
+        ThinkingBlock("thinking", FIRST_THOUGHT, checks.thinking_signature(FIRST_THOUGHT)),
         ThinkingBlock("redacted_thinking", data=redacted),
     )
     assert reply.reasoning == FIRST_THOUGHT
@@ -136,7 +136,7 @@ async def test_anthropic_unstreamed_reply_keeps_thinking_and_redacted_blocks_in_
     assert done.content == "Done."
     assert sent[:2] == [
         {
-            "signature": wire.thinking_signature(FIRST_THOUGHT),
+            "signature": checks.thinking_signature(FIRST_THOUGHT),
             "thinking": FIRST_THOUGHT,
             "type": "thinking",
         },
@@ -151,7 +151,7 @@ def recorded_thinking_stream(thought: str, redacted: str) -> bytes:
     def frame(payload: dict) -> str:
         return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n"
 
-    signature = wire.thinking_signature(thought)
+    signature = checks.thinking_signature(thought)
     events = [
         {"type": "message_start", "message": {"id": "m", "model": "thinker", "usage": {}}},
         {
@@ -214,7 +214,7 @@ def recorded_thinking_stream(thought: str, redacted: str) -> bytes:
 
 
 async def test_anthropic_streamed_thinking_and_redacted_blocks_round_trip_over_http():
-    redacted = wire.redacted_data("hidden reasoning")
+    redacted = checks.redacted_data("hidden reasoning")
     body = recorded_thinking_stream(FIRST_THOUGHT, redacted)
     with FakeLLMServer(["Read it."]) as server:
         cfg = model_config(server, "anthropic", max_tokens=4096, thinking_budget=1024)
@@ -240,7 +240,7 @@ async def test_anthropic_streamed_thinking_and_redacted_blocks_round_trip_over_h
         sent = server.requests[-1].body["messages"][1]["content"]
     assert "".join(reasoning) == FIRST_THOUGHT
     assert reply.thinking == (
-        ThinkingBlock("thinking", FIRST_THOUGHT, wire.thinking_signature(FIRST_THOUGHT)),
+        ThinkingBlock("thinking", FIRST_THOUGHT, checks.thinking_signature(FIRST_THOUGHT)),
         ThinkingBlock("redacted_thinking", data=redacted),
     )
     assert reply.tool_calls[0].arguments == {"path": "a.py"}
@@ -295,7 +295,7 @@ def test_the_fake_refuses_a_tool_use_turn_without_thinking_and_a_changed_signatu
         signed = {
             "type": "thinking",
             "thinking": "plan",
-            "signature": wire.thinking_signature("plan"),
+            "signature": checks.thinking_signature("plan"),
         }
         changed = send([{**signed, "thinking": "plan "}, tool_use])
         good = send([signed, tool_use])

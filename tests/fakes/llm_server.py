@@ -77,6 +77,7 @@ from apps.engine.llm.cachesim import BreakpointCache, PrefixCache, estimate_toke
 from apps.engine.llm.errors import ScriptExhaustedError
 from apps.engine.llm.providers.scripted import ScriptedProvider, ScriptTurn
 from apps.engine.llm.types import ToolCall
+from tests.fakes import llm_checks as checks
 from tests.fakes import llm_wire as wire
 
 DEFAULT_SCRIPT = [{"text": "Hello from the fake LLM server.", "repeat": True}]
@@ -445,8 +446,8 @@ class FakeLLMServer:
                 else wire.anthropic_request(body, headers)
             )
             if protocol == "openai":
-                wire.check_response_format(body, self.json_schema_supported)
-            forced = wire.forced_tool(protocol, body)
+                checks.check_response_format(body, self.json_schema_supported)
+            forced = checks.forced_tool(protocol, body)
         except wire.BadRequest as exc:
             return await self._error(writer, protocol, exc)
         except (KeyError, TypeError, AttributeError) as exc:
