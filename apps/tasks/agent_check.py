@@ -168,7 +168,7 @@ def _test_summary(result: VerificationResult) -> str:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     summary = lines[-1].strip("= ") if lines else ("passed" if result.passed else "failed")
     if not result.passed:
-        failing = [line for line in lines if line.startswith(("E ", "FAILED"))]
+        failing = [" ".join(line.split()) for line in lines if line.startswith(("E ", "FAILED"))]
         if failing:
             summary = f"{summary}; {failing[0]}"
     return summary[:300]
@@ -219,6 +219,11 @@ def _problems(check: AgentCheck) -> list[str]:
         )
     if check.status != "completed" and check.error:
         problems.append(ended)
+    if problems and check.provider == "scripted":
+        problems.append(
+            f"{check.alias} is the offline scripted model: it plays its script, not this task. "
+            "Configure a real model (README: Connect a real model) and check that one."
+        )
     return problems
 
 

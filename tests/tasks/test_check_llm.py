@@ -209,3 +209,10 @@ def test_agent_check_reports_invalid_tool_arguments(tmp_path):
     assert "bug fixed      NO" in out
     assert "FAIL: " in out and "tool calls had invalid arguments" in out
     assert "PASS" not in out
+
+
+def test_agent_check_on_the_offline_scripted_model_says_to_configure_a_real_one(tmp_path):
+    result = check_llm(tmp_path, {"models": {"main": {"provider": "scripted"}}}, "--agent")
+    assert result.returncode != 0
+    assert "main is the offline scripted model" in result.stdout
+    assert "Connect a real model" in result.stdout
