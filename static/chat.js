@@ -191,6 +191,24 @@
       if (!view.text) view.text = newBubble(view, "assistant");
       setBubble(view.text, view.text.raw + (ev.data.text || ""), true);
     },
+    // The model's reasoning (Anthropic thinking, reasoning_content): one collapsed "Thinking"
+    // section per step (per phase in team runs), filled as its batched `reasoning` events arrive.
+    reasoning(view, ev) {
+      const key = (ev.data.phase_id || "") + ":" + ev.data.step;
+      if (ev.data.restart) {  // the model call is being retried: drop this step's reasoning so far
+        if (view.reasoning && view.reasoning.key === key) view.reasoning.text.textContent = "";
+        return;
+      }
+      if (!view.reasoning || view.reasoning.key !== key) {
+        if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // the step's answer goes below
+        const text = el("div", { class: "thinking-text" });
+        const card = el("details", { class: "thinking-card", "data-step": String(ev.data.step) },
+          el("summary", {}, el("span", { text: "Thinking" })), text);
+        view.body.append(card);
+        view.reasoning = { key, card, text };
+      }
+      view.reasoning.text.textContent += ev.data.text || "";
+    },
     tool_call(view, ev) {
       if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // text after a tool call starts a new bubble
       const args = JSON.stringify(ev.data.arguments || {}, null, 2);
@@ -268,17 +286,20 @@
     const id = ev.data && ev.data.phase_id;
     if (id == null || ev.type === "phase_started") return null;
     view.lanes = view.lanes || {};
-    const lane = view.lanes[id] || (view.lanes[id] = { text: null, streamedSteps: new Set() });
-    lane.outer = { text: view.text, streamedSteps: view.streamedSteps };
+    const lane = view.lanes[id] || (view.lanes[id] = { text: null, streamedSteps: new Set(), reasoning: null });
+    lane.outer = { text: view.text, streamedSteps: view.streamedSteps, reasoning: view.reasoning };
     view.text = lane.text;
     view.streamedSteps = lane.streamedSteps;
+    view.reasoning = lane.reasoning;
     return lane;
   }
   function leaveLane(view, lane, ev) {
     if (lane) {
       lane.text = view.text;
+      lane.reasoning = view.reasoning;
       view.text = lane.outer.text;
       view.streamedSteps = lane.outer.streamedSteps;
+      view.reasoning = lane.outer.reasoning;
     }
     const ended = ev.type === "task_finished" ? Object.values(view.lanes || {})
       : lane && (ev.type === "phase_completed" || ev.type === "phase_failed") ? [lane] : [];

@@ -98,6 +98,39 @@ def test_openai_provider_without_base_url_says_what_to_set(tmp_path):
     assert "base_url" in str(info.value)
 
 
+def test_thinking_budget_is_for_anthropic_and_below_max_tokens():
+    ok = parse_config(
+        {"models": {"main": {"provider": "anthropic", "max_tokens": 8000, "thinking_budget": 4000}}}
+    )
+    assert ok.models["main"].thinking_budget == 4000
+    with pytest.raises(ConfigError) as info:
+        parse_config(
+            {
+                "models": {
+                    "main": {
+                        "provider": "openai",
+                        "base_url": "http://x/v1",
+                        "thinking_budget": 2000,
+                    }
+                }
+            }
+        )
+    assert "anthropic" in str(info.value)
+    with pytest.raises(ConfigError) as info:
+        parse_config({"models": {"main": {"provider": "anthropic", "thinking_budget": 4096}}})
+    assert "must be less than max_tokens" in str(info.value)
+
+
+def test_structured_output_json_schema_is_refused_for_anthropic():
+    with pytest.raises(ConfigError) as info:
+        parse_config(
+            {"models": {"main": {"provider": "anthropic", "structured_output": "json_schema"}}}
+        )
+    assert "use tool" in str(info.value)
+    cfg = parse_config({"models": {"main": {"provider": "anthropic", "structured_output": "tool"}}})
+    assert cfg.models["main"].structured_output == "tool"
+
+
 def test_unknown_tool_in_a_skill_is_refused():
     with pytest.raises(ConfigError) as info:
         parse_config({"skills": {"coder": {"tools": ["read_file", "rm_rf"]}}})

@@ -87,6 +87,18 @@ class ModelConfig(Section):
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()
     context_window: PositiveInt = 128_000
+    structured_output: Literal["auto", "json_schema", "tool", "prompt"] = Field(
+        default="auto",
+        description=(
+            "How the planner gets one JSON object: json_schema (OpenAI response_format), tool "
+            "(a forced tool call), prompt (ask, validate, ask again). auto: json_schema for "
+            "openai, tool for anthropic, prompt for scripted."
+        ),
+    )
+    thinking_budget: Annotated[int, Field(ge=1024)] | None = Field(
+        default=None,
+        description="anthropic: extended thinking with this many budget tokens (< max_tokens).",
+    )
 
     @model_validator(mode="after")
     def _provider_needs(self) -> ModelConfig:
@@ -95,6 +107,22 @@ class ModelConfig(Section):
                 "provider 'openai' needs base_url (e.g. https://api.openai.com/v1 or "
                 "http://127.0.0.1:11434/v1 for Ollama)"
             )
+        if self.provider == "anthropic" and self.structured_output == "json_schema":
+            raise ValueError(
+                "structured_output json_schema is OpenAI's response_format; for provider "
+                "'anthropic' use tool (a forced tool call), prompt, or auto"
+            )
+        if self.thinking_budget is not None:
+            if self.provider != "anthropic":
+                raise ValueError(
+                    "thinking_budget applies to provider 'anthropic' only (OpenAI-compatible "
+                    "reasoning models think on their own; their reasoning is shown as it comes)"
+                )
+            if self.thinking_budget >= self.max_tokens:
+                raise ValueError(
+                    f"thinking_budget ({self.thinking_budget}) must be less than max_tokens "
+                    f"({self.max_tokens}): raise max_tokens or lower the budget"
+                )
         return self
 
 
@@ -391,6 +419,10 @@ class EvolutionConfig(Section):
     # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
     # candidate instead of the active one (stable hash of the task id). 0: never.
     ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Who writes the lessons: `rules` (the rule-based reflector: failures only) or `llm` (the
+    # auxiliary model reads the run and writes lessons from failures and sampled successes;
+    # when it fails, the rule-based reflector writes them). Both pass the same gates.
+    reflector: Literal["rules", "llm"] = "rules"
 
 
 class PitfallsConfig(Section):

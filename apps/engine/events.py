@@ -8,6 +8,8 @@ What the engine itself emits, with its `data`:
 
     task_started         mode, model, goal, tools, unavailable_tools, max_steps
     token                step, text            (batched; `restart: true` = drop this step's text)
+    reasoning            step, text            (the model's reasoning — Anthropic thinking,
+                         `reasoning_content` — batched like token; `restart: true` likewise)
     tool_call            step, call_id, name, arguments  (+ arguments_error when not valid JSON;
                          the step's first call also usage, cost: the run's totals so far)
     tool_result          step, call_id, name, ok, output, error, error_code, data, duration_ms
@@ -77,6 +79,7 @@ from pydantic import BaseModel, ConfigDict, Field
 EventType = Literal[
     "task_started",
     "token",
+    "reasoning",
     "tool_call",
     "tool_result",
     "phase_changed",

@@ -1,10 +1,11 @@
 """ReActEngine: one async-generator loop. `run(task)` yields events; `execute(task)` drains it.
 
 A run is a sequence of steps. A step checks the limits, asks the model (its text streams out as
-batched `token` events), then either runs the tool calls the model made — every mistake of the
-model (unknown tool, bad arguments, a failing tool) comes back to it as the tool message — or, when
-it called no tool, takes the reply as the final answer: verified if a verifier is given and the
-mode has verification on, then submitted. `direct_chat` is a single step without tools.
+batched `token` events, its reasoning as batched `reasoning` events; the reply's signed thinking
+blocks stay on its assistant message for the next call), then either runs the tool calls the
+model made — every mistake of the model (unknown tool, bad arguments, a failing tool) comes back
+to it as the tool message — or, when it called no tool, takes the reply as the final answer:
+verified if a verifier is given and the mode has verification on, then submitted. `direct_chat` is a single step without tools.
 
 `plan_exec` is the same loop with a PhaseTracker (phases.py): before a tool runs, the phase's
 whitelist and shell filter are checked (phase_gate.py) (a refused call is a `phase_violation` observation and still
@@ -204,7 +205,8 @@ class ReActEngine:
                     yield compressed
                 request = ChatRequest(tuple(run.messages), run.system, run.specs)
                 batcher = run.batcher.begin()  # a new call: its first text goes out at once
-                run.reply, shown, guard = None, False, run.interrupter.guard
+                thoughts = run.reasoning_batcher.begin()  # its reasoning: `reasoning` events
+                run.reply, shown, thought, guard = None, False, False, run.interrupter.guard
                 stream = self.model.stream(request, model=run.task.model)
                 try:
                     while run.reply is None:
@@ -214,26 +216,53 @@ class ReActEngine:
                             raise RuntimeError(_NO_RESPONSE) from None
                         if delta.restart:  # the call is being retried: the text so far is void
                             batcher.discard()
+                            thoughts.discard()
                             if shown:
                                 yield run.event("token", step=run.steps, text="", restart=True)
                                 shown = False
+                            if thought:
+                                yield run.event("reasoning", step=run.steps, text="", restart=True)
+                                thought = False
                         elif delta.response is not None:
                             run.reply = delta.response
-                        elif text := batcher.push(delta.text):
-                            shown = True
-                            yield run.event_of("token", {"step": run.steps, "text": text})
+                        elif delta.reasoning:
+                            if text := thoughts.push(delta.reasoning):
+                                thought = True
+                                yield run.event_of("reasoning", {"step": run.steps, "text": text})
+                        else:
+                            if thought and (rest := thoughts.flush()):  # reasoning comes first
+                                yield run.event_of("reasoning", {"step": run.steps, "text": rest})
+                            if text := batcher.push(delta.text):
+                                shown = True
+                                yield run.event_of("token", {"step": run.steps, "text": text})
                 except Exception:
+                    if rest := thoughts.flush():
+                        yield run.event_of("reasoning", {"step": run.steps, "text": rest})
                     if rest := batcher.flush():  # show what did arrive before the failure
                         yield run.event_of("token", {"step": run.steps, "text": rest})
                     raise
                 finally:
                     if hasattr(stream, "aclose"):
                         await stream.aclose()
+                if rest := thoughts.flush():
+                    yield run.event_of("reasoning", {"step": run.steps, "text": rest})
                 if rest := batcher.flush():
                     yield run.event_of("token", {"step": run.steps, "text": rest})
                 reply = run.reply
                 _count(run, reply)
-                run.messages.append(Message("assistant", reply.content, tuple(reply.tool_calls)))
+                # Message("assistant", content, calls, thinking=...), positionally: the thinking
+                # blocks (signed) go back with it on the next call (providers/anthropic.py)
+                run.messages.append(
+                    Message(
+                        "assistant",
+                        reply.content,
+                        tuple(reply.tool_calls),
+                        None,
+                        None,
+                        False,
+                        reply.thinking,
+                    )
+                )
                 run.best_answer = reply.content.strip() or run.best_answer
                 if not reply.tool_calls or run.task.mode == "direct_chat":
                     async for event in self._answer(run, reply):

@@ -1,8 +1,14 @@
 """The planner: a goal (with the pitfalls retrieved for it) becomes a `SpecDraft` (spec.py) by
-structured output on the main model. The reply must be one JSON object; it is validated with
-pydantic, and an invalid reply is sent back with the validation errors, at most
+structured output on the main model. The request asks for one JSON object of SpecDraft's schema
+(`ChatRequest.structured`): the provider uses what the endpoint has — OpenAI `response_format:
+json_schema`, a forced `submit_spec` tool call (Anthropic; OpenAI-compatible servers with
+`structured_output: tool`), or the words of the prompt alone (`prompt`, the scripted model). An
+endpoint that refuses the structured request (HTTP 400) is asked again in words only. The reply
+(the text, or the forced call's arguments) is validated with pydantic, and an invalid one is sent
+back with the validation errors (as the forced call's tool result when it was one), at most
 `planner.max_attempts` replies in all. None valid → `PlannerFailed` carrying an `invalid_spec`
-error that says what was wrong and what to do.
+error that says what was wrong and what to do; a model error propagates (the run fails), so a
+planning failure is an error, never a hang.
 
 A revision is planned the same way, from the previous draft and the reviewer's feedback.
 Framework-free: the model is any `ModelClient` (the gateway in the runner).
@@ -11,6 +17,7 @@ Framework-free: the model is any `ModelClient` (the gateway in the runner).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,11 +25,27 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from apps.engine.events import ErrorStruct
-from apps.engine.llm.types import ChatRequest, ChatResponse, Message, TextBlock, Usage
+from apps.engine.llm.errors import ContextWindowError, LLMStatusError
+from apps.engine.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StructuredOutput,
+    TextBlock,
+    Usage,
+)
 from apps.engine.ports import ModelClient
 from apps.engine.spec import SNAPSHOT, SpecDraft
 
+log = logging.getLogger(__name__)
+
 PLAN_REQUEST = "Plan this task as a spec."  # the first words of every planner request
+SPEC_TOOL = "submit_spec"
+SPEC_OUTPUT = StructuredOutput(
+    name=SPEC_TOOL,
+    description="Submit the spec: the whole plan as one object.",
+    schema=SpecDraft.model_json_schema(),
+)
 SYSTEM = f"""You are the planner of a coding agent. You do not do the work: you write the spec \
 that the agent (or a team of experts) will follow, and that a person reviews before anything \
 runs.
@@ -38,7 +61,8 @@ Reply with ONE JSON object and nothing else (no prose, no code fence), of this s
 Rules: 1 to 20 phases; ids unique slugs (a-z, 0-9, - or _); depends_on names earlier phases \
 and has no cycle; a phase's role is one of the roles offered; validation_command checks that \
 phase alone; rollback_command undoes it ("{SNAPSHOT}" restores the files as they were before the \
-phase). Keep instructions concrete: files, functions, commands."""
+phase). Keep instructions concrete: files, functions, commands. When the {SPEC_TOOL} tool is \
+offered, call it with that object as its arguments."""
 
 
 class PlannerFailed(Exception):
@@ -88,17 +112,26 @@ class Planner:
         messages = [Message("user", self.request_text(goal, mode, pitfalls, previous, feedback))]
         result = PlanResult(draft=None, attempts=0)  # type: ignore[arg-type]
         errors: list[str] = []
+        structured: StructuredOutput | None = SPEC_OUTPUT
         for attempt in range(1, self.max_attempts + 1):
             result.attempts = attempt
-            reply = await self._ask(messages, result)
-            draft, errors = parse_draft(reply.content, goal)
+            try:
+                reply = await self._ask(messages, result, structured)
+            except LLMStatusError as exc:
+                if (
+                    structured is None
+                    or exc.status_code != 400
+                    or isinstance(exc, ContextWindowError)
+                ):
+                    raise
+                log.warning("the model refused structured output; planning in words: %s", exc)
+                structured = None  # the endpoint lacks it: the prompt's words, validated
+                reply = await self._ask(messages, result, structured)
+            draft, errors = parse_draft(reply.structured_text(SPEC_TOOL), goal)
             if draft is not None:
                 result.draft = draft
                 return result
-            messages += [
-                Message("assistant", reply.content),
-                Message("user", retry_text(errors)),
-            ]
+            messages += retry_messages(reply, errors)
         raise PlannerFailed(invalid_spec(errors, self.max_attempts), self.max_attempts)
 
     def request_text(
@@ -121,8 +154,16 @@ class Planner:
             parts.append(f"Reviewer feedback (revise the spec to address it):\n{feedback.strip()}")
         return "\n\n".join(parts)
 
-    async def _ask(self, messages: list[Message], result: PlanResult) -> ChatResponse:
-        request = ChatRequest(tuple(messages), (TextBlock(SYSTEM),), (), max_tokens=self.max_tokens)
+    async def _ask(
+        self, messages: list[Message], result: PlanResult, structured: StructuredOutput | None
+    ) -> ChatResponse:
+        request = ChatRequest(
+            tuple(messages),
+            (TextBlock(SYSTEM),),
+            (),
+            max_tokens=self.max_tokens,
+            structured=structured,
+        )
         response: ChatResponse | None = None
         stream = self.model.stream(request, model=self.model_alias)
         try:
@@ -164,6 +205,18 @@ def parse_draft(text: str, goal: str) -> tuple[SpecDraft | None, list[str]]:
             where = ".".join(str(part) for part in error["loc"]) or "(the spec)"
             lines.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
         return None, lines
+
+
+def retry_messages(reply: ChatResponse, errors: list[str]) -> list[Message]:
+    """The invalid reply and what was wrong with it, for the next attempt: a forced
+    `submit_spec` call gets its tool result (both APIs want every call answered)."""
+    call = next((c for c in reply.tool_calls if c.name == SPEC_TOOL), None)
+    if call is None:
+        return [Message("assistant", reply.content), Message("user", retry_text(errors))]
+    return [
+        Message("assistant", reply.content, (call,)),
+        Message("tool", retry_text(errors), (), call.id, SPEC_TOOL, True),
+    ]
 
 
 def retry_text(errors: list[str]) -> str:

@@ -67,6 +67,7 @@ def prepare(engine: ReActEngine, run: RunState, cancel: CancellationToken | None
         loop_config = _plan_exec_loop_config(loop_config)
     run.detector = LoopDetector(loop_config)
     run.batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # the model calls' token events
+    run.reasoning_batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # their reasoning
     arm(cfg, run, cancel)
 
 

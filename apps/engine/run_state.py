@@ -44,6 +44,7 @@ class RunState:
     detector: LoopDetector = field(default_factory=LoopDetector)
     interrupter: Interrupter | None = None
     batcher: DeltaBatcher = field(default_factory=lambda: DeltaBatcher(0))  # set up with the config
+    reasoning_batcher: DeltaBatcher = field(default_factory=lambda: DeltaBatcher(0))  # likewise
     cleanups: list[Callable[[], object]] = field(default_factory=list)
     seq: int = 0
     steps: int = 0

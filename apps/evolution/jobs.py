@@ -9,4 +9,5 @@ def evolve_task_job(task_id: int) -> dict:
     from apps.evolution.services import evolve_task
     from apps.tasks.conf import agent_config
 
-    return asdict(evolve_task(task_id=task_id, config=agent_config().evolution))
+    config = agent_config()
+    return asdict(evolve_task(task_id=task_id, config=config.evolution, agent_config=config))

@@ -32,6 +32,7 @@ class Category(models.TextChoices):
     PHASE_VIOLATION = "phase_violation"
     LOOP = "loop"
     TIMEOUT = "timeout"
+    SUCCESS_PATTERN = "success_pattern"  # what worked (the LLM reflector, sampled successes)
 
 
 class PitfallStatus(models.TextChoices):

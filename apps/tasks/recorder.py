@@ -18,7 +18,7 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
   task writes at most one transaction per window; while a write is in flight, events queue for
   the next one (with a window of 0 that is all the batching: under load a batch grows instead of
   the queue of single-row writes);
-- except `token` events (PACED): the engine's DeltaBatcher already held their text for the window,
+- except `token` and `reasoning` events (PACED): the engine's DeltaBatcher already held their text for the window,
   so they are not held a second time; a flush starts as soon as no write is in flight. (The two
   windows start at different moments, the engine's when it read a chunk, this one when the
   previous flush started a loop turn or more later, so a second hold would add that lag, up to
@@ -79,7 +79,8 @@ IMMEDIATE = frozenset(
     }
 )
 DURABLE_STEPS = IMMEDIATE | {"tool_result"}  # the set of a resumable run (see above)
-PACED = frozenset({"token"})  # held for the window by the engine already: not held again here
+# held for the window by the engine already: not held again here
+PACED = frozenset({"token", "reasoning"})
 MAX_QUEUED = 500  # back-pressure: past this many unwritten events, record() waits for a flush
 BROADCAST_MAX_EVENTS = 100  # events per channel-layer message
 

@@ -12,6 +12,7 @@ from apps.engine.events import EVENT_TYPES, ErrorStruct, Event
 SECTION_4_TYPES = [
     "task_started",
     "token",
+    "reasoning",  # issue 28: the model's reasoning text (thinking, reasoning_content), like token
     "tool_call",
     "tool_result",
     "phase_changed",

@@ -145,11 +145,11 @@ def test_the_written_out_initialisers_take_the_fields_in_order_with_their_defaul
     call = ToolCall("c1", "shell", {})
     message = Message("tool", "out", (call,), "c1", "shell", True)
     assert [getattr(message, f.name) for f in dataclasses.fields(Message)] == [
-        "tool", "out", (call,), "c1", "shell", True
+        "tool", "out", (call,), "c1", "shell", True, ()
     ]  # fmt: skip
     request = ChatRequest((message,), SYSTEM, TOOLS, 100, 0.5)
     assert [getattr(request, f.name) for f in dataclasses.fields(ChatRequest)] == [
-        (message,), SYSTEM, TOOLS, 100, 0.5
+        (message,), SYSTEM, TOOLS, 100, 0.5, None
     ]  # fmt: skip
     assert dataclasses.replace(message, content="x") == Message(
         "tool", "x", (call,), "c1", "shell", True

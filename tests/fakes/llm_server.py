@@ -31,6 +31,18 @@ What it does like the real services:
   that echoes the API key, context-window 400, one JSON body for a streaming request; and a
   misbehaving model's text (`Fault.shaped`): exact stream pieces (an emoji cut between two,
   a lone surrogate, NUL, control characters) and reasoning sent before the text.
+- Reasoning: a turn's `thinking` streams before its text — Anthropic, when the request enables
+  `thinking`, as a `thinking` block (`thinking_delta`s, then a `signature_delta` whose value
+  signs the text); OpenAI as `reasoning_content` deltas (`reasoning_field`). Like the services,
+  it refuses with 400 a request whose thinking block was changed (bad signature), a tool-use
+  turn (thinking enabled) whose assistant message does not begin with its thinking block, and an
+  OpenAI assistant message that carries `reasoning_content` / `reasoning` back (DeepSeek's 400).
+- Structured output: OpenAI `response_format` checked as the service does (json_schema needs a
+  name and a schema; `strict` needs closed objects with every property required), or refused
+  as a server without json_schema refuses it (`json_schema_supported=False`, DeepSeek's 400);
+  `tool_choice` must name one of the request's tools (Anthropic: never with thinking on). A
+  forced tool is honoured: a text turn comes back as that tool's call, its text the arguments.
+  Every body is kept in `requests`, `response_format` and `tool_choice` included.
 - Prompt-cache accounting (apps/engine/llm/cachesim.py): Anthropic breakpoints with a minimum
   cacheable length, reads vs writes; OpenAI automatic prefix caching from 1024 tokens in
   128-token steps, reported as `prompt_tokens_details.cached_tokens`.
@@ -67,6 +79,7 @@ from apps.engine.llm.cachesim import BreakpointCache, PrefixCache, estimate_toke
 from apps.engine.llm.errors import ScriptExhaustedError
 from apps.engine.llm.providers.scripted import ScriptedProvider, ScriptTurn
 from apps.engine.llm.types import ToolCall
+from tests.fakes import llm_checks as checks
 from tests.fakes import llm_wire as wire
 
 DEFAULT_SCRIPT = [{"text": "Hello from the fake LLM server.", "repeat": True}]
@@ -228,8 +241,14 @@ class FakeLLMServer:
         port: int = 0,
         record_chunks: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        reasoning_field: str = "reasoning_content",
+        json_schema_supported: bool = True,
     ):
-        """`ssl_context` (a server-side context): serve HTTPS instead of HTTP."""
+        """`ssl_context` (a server-side context): serve HTTPS instead of HTTP.
+        `reasoning_field`: the OpenAI delta field a turn's `thinking` streams in
+        (`reasoning_content` as DeepSeek and Qwen, `reasoning` as OpenRouter)."""
+        self.reasoning_field = reasoning_field
+        self.json_schema_supported = json_schema_supported
         self.record_chunks = record_chunks
         self.ssl_context = ssl_context
         self._chunks: list[tuple[str, float, str]] = []
@@ -443,6 +462,9 @@ class FakeLLMServer:
                 if protocol == "openai"
                 else wire.anthropic_request(body, headers)
             )
+            if protocol == "openai":
+                checks.check_response_format(body, self.json_schema_supported)
+            forced = checks.forced_tool(protocol, body)
         except wire.BadRequest as exc:
             return await self._error(writer, protocol, exc)
         except (KeyError, TypeError, AttributeError) as exc:
@@ -473,14 +495,16 @@ class FakeLLMServer:
             if fault.kind in {"status", "hang"}:
                 return await self._handle_fault_now(writer, protocol, fault, headers)
         answer = self._answer(
-            protocol, body, turn, empty=fault is not None and fault.kind == "empty"
+            protocol, body, turn, empty=fault is not None and fault.kind == "empty", forced=forced
         )
         if fault is not None and fault.kind == "ignore_stream":
             return await self._complete(writer, protocol, body, answer, None)
         if fault is not None and fault.kind == "shaped":
             if fault.pieces is not None:
                 answer.pieces, answer.text = list(fault.pieces), "".join(fault.pieces)
-            answer.reasoning = list(fault.reasoning)
+            if fault.reasoning:
+                answer.thinking = "".join(fault.reasoning)
+                answer.thinking_cut = list(fault.reasoning)
             fault = None
         if body.get("stream"):
             return await self._stream(writer, protocol, body, answer, fault)
@@ -506,20 +530,28 @@ class FakeLLMServer:
         value = headers.get("authorization", "")
         return value.removeprefix("Bearer ") if value.startswith("Bearer ") else None
 
-    def _answer(self, protocol: str, body: dict, turn: ScriptTurn, *, empty: bool) -> wire.Answer:
+    def _answer(
+        self, protocol: str, body: dict, turn: ScriptTurn, *, empty: bool, forced: str | None
+    ) -> wire.Answer:
+        prefix = "toolu" if protocol == "anthropic" else "call"
         calls = [
-            ToolCall(
-                call.id or f"{'toolu' if protocol == 'anthropic' else 'call'}_{next(self._ids)}",
-                call.name,
-                dict(call.arguments),
-            )
+            ToolCall(call.id or f"{prefix}_{next(self._ids)}", call.name, dict(call.arguments))
             for call in turn.tool_calls
         ]
+        text = turn.text
+        if forced is not None and not calls and text:
+            # A forced tool call, as the services answer one: the turn's text is its arguments.
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            arguments = parsed if isinstance(parsed, dict) else {}
+            calls, text = [ToolCall(f"{prefix}_{next(self._ids)}", forced, arguments, text)], ""
         if empty:
             answer = wire.Answer()
         else:
             finish = turn.finish_reason or ("tool_calls" if calls else "stop")
-            answer = wire.Answer(turn.text, calls, finish)
+            answer = wire.Answer(text, calls, finish, thinking=turn.thinking)
         with self._lock:
             if protocol == "anthropic":
                 usage = self._anthropic_cache.account(wire.anthropic_cache_blocks(body))
@@ -528,8 +560,8 @@ class FakeLLMServer:
         answer.input_tokens = usage.input_tokens
         answer.cache_read = usage.cache_read_tokens
         answer.cache_write = usage.cache_write_tokens
-        answer.output_tokens = estimate_tokens(answer.text) + sum(
-            estimate_tokens(call.name + json.dumps(call.arguments)) for call in answer.tool_calls
+        answer.output_tokens = estimate_tokens(answer.text + answer.thinking) + sum(
+            estimate_tokens(call.name + wire.arguments_text(call)) for call in answer.tool_calls
         )
         if turn.usage is not None and not empty:
             answer.input_tokens = turn.usage.input_tokens
@@ -594,7 +626,7 @@ class FakeLLMServer:
         if wait > 0:
             await asyncio.sleep(wait)
         payload = (
-            wire.openai_completion(body, answer, next(self._ids))
+            wire.openai_completion(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
             else wire.anthropic_message(body, answer, next(self._ids))
         )
@@ -634,7 +666,7 @@ class FakeLLMServer:
         await self._send_head(writer, 200, headers)
         await writer.drain()
         events = (
-            wire.openai_events(body, answer, next(self._ids))
+            wire.openai_events(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
             else wire.anthropic_events(body, answer, next(self._ids))
         )

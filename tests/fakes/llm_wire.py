@@ -11,16 +11,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.engine.llm.cachesim import CacheBlock
-from apps.engine.llm.types import ChatRequest, Message, TextBlock, ToolCall, ToolSpec
+from apps.engine.llm.types import (
+    ChatRequest,
+    Message,
+    TextBlock,
+    ThinkingBlock,
+    ToolCall,
+    ToolSpec,
+)
+from tests.fakes.llm_checks import (
+    REASONING_SENT_BACK,
+    THINKING_MISSING,
+    BadRequest,
+    redacted_ok,
+    thinking_enabled,
+    thinking_signature,
+)
 
 CHUNK = re.compile(r"\S+\s*|\s+")  # how text is cut into streamed pieces (words)
-
-
-class BadRequest(Exception):
-    def __init__(self, message: str, status: int = 400, kind: str = "invalid_request_error"):
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
 
 
 @dataclass
@@ -32,15 +40,20 @@ class Answer:
     cache_read: int = 0
     cache_write: int = 0
     output_tokens: int = 0
+    thinking: str = ""  # Anthropic: a signed thinking block (when asked for); OpenAI: reasoning
     # How `text` is streamed: these exact pieces (one JSON string each, so a surrogate pair cut
     # between two arrives as two lone halves), None: cut in words (CHUNK).
     pieces: list[str] | None = None
-    # Reasoning sent before the text: OpenAI `reasoning_content` deltas (DeepSeek's field),
-    # Anthropic a `thinking` block; one piece per delta.
-    reasoning: list[str] = field(default_factory=list)
+    # How `thinking` is streamed, likewise (Fault.shaped): None: cut in words.
+    thinking_cut: list[str] | None = None
 
     def text_pieces(self) -> list[str]:
         return list(self.pieces) if self.pieces is not None else CHUNK.findall(self.text)
+
+    def thinking_pieces(self) -> list[str]:
+        if self.thinking_cut is not None:
+            return list(self.thinking_cut)
+        return CHUNK.findall(self.thinking)
 
 
 # ── wire → neutral ──────────────────────────────────────────────────────────────────────────────
@@ -78,6 +91,8 @@ def openai_request(body: dict[str, Any]) -> ChatRequest:
         elif role == "user":
             neutral.append(Message("user", text_of(message.get("content"))))
         elif role == "assistant":
+            if "reasoning_content" in message or "reasoning" in message:
+                raise BadRequest(REASONING_SENT_BACK)
             calls = []
             for call in message.get("tool_calls") or []:
                 function = call.get("function") or {}
@@ -136,6 +151,7 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
             if block.get("type") != "text" or not block.get("text"):
                 raise BadRequest(f"system.{index}: text content blocks must be non-empty")
             blocks.append(TextBlock(block["text"], cache="cache_control" in block))
+    thinking_on = thinking_enabled(body)
     breakpoints += sum(1 for b in blocks if b.cache)
     breakpoints += sum(1 for t in body.get("tools") or [] if "cache_control" in t)
     neutral: list[Message] = []
@@ -157,10 +173,25 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
         answered: set[str] = set()
         texts: list[str] = []
         calls: list[ToolCall] = []
+        thoughts: list[ThinkingBlock] = []
         for position, part in enumerate(parts):
             breakpoints += "cache_control" in part
             kind = part.get("type")
-            if kind == "text":
+            if kind == "thinking" and role == "assistant":
+                if part.get("signature") != thinking_signature(str(part.get("thinking"))):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: Invalid `signature` in "
+                        "`thinking` block"
+                    )
+                thoughts.append(ThinkingBlock("thinking", part["thinking"], part["signature"]))
+            elif kind == "redacted_thinking" and role == "assistant":
+                if not redacted_ok(part.get("data")):
+                    raise BadRequest(
+                        f"messages.{index}.content.{position}: Invalid `data` in "
+                        "`redacted_thinking` block"
+                    )
+                thoughts.append(ThinkingBlock("redacted_thinking", data=part["data"]))
+            elif kind == "text":
                 if not part.get("text"):
                     raise BadRequest(
                         f"messages.{index}.content.{position}: text content blocks must be non-empty"
@@ -202,7 +233,20 @@ def anthropic_request(body: dict[str, Any], headers: dict[str, str]) -> ChatRequ
                 neutral.append(Message("user", "\n".join(texts)))
         else:
             pending_tool_uses = {call.id for call in calls}
-            neutral.append(Message("assistant", "\n".join(texts), tuple(calls)))
+            neutral.append(
+                Message("assistant", "\n".join(texts), tuple(calls), thinking=tuple(thoughts))
+            )
+    if thinking_on and len(messages) >= 2 and pending_tool_uses == set():
+        last_parts = messages[-1].get("content")
+        in_tool_turn = isinstance(last_parts, list) and any(
+            isinstance(p, dict) and p.get("type") == "tool_result" for p in last_parts
+        )
+        first = messages[-2]["content"]
+        first = first[0] if isinstance(first, list) else {"type": "text"}
+        if in_tool_turn and first.get("type") not in {"thinking", "redacted_thinking"}:
+            raise BadRequest(
+                THINKING_MISSING.format(index=len(messages) - 2, found=first.get("type"))
+            )
     if breakpoints > 4:
         raise BadRequest(
             f"A maximum of 4 blocks with cache_control may be provided. Found {breakpoints}."
@@ -276,21 +320,28 @@ def openai_usage(answer: Answer) -> dict[str, Any]:
     }
 
 
+def arguments_text(call: ToolCall) -> str:
+    """The arguments as the model wrote them (a forced call's text may not even be JSON)."""
+    return call.raw_arguments or json.dumps(call.arguments)
+
+
 def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
     return [
         {
             "id": call.id,
             "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+            "function": {"name": call.name, "arguments": arguments_text(call)},
         }
         for call in answer.tool_calls
     ]
 
 
-def openai_completion(body, answer: Answer, number: int) -> dict[str, Any]:
+def openai_completion(
+    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
-    if answer.reasoning:
-        message["reasoning_content"] = "".join(answer.reasoning)
+    if answer.thinking:
+        message[reasoning_field] = answer.thinking
     if answer.tool_calls:
         message["tool_calls"] = openai_tool_calls(answer)
     return {
@@ -308,8 +359,11 @@ def split_arguments(text: str, pieces: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str | None]]:
-    """(SSE frame, visible text or None for bookkeeping frames)."""
+def openai_events(
+    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+) -> Iterator[tuple[str, str | None]]:
+    """(SSE frame, visible text or None for bookkeeping frames). Reasoning streams first, as
+    `reasoning_field` deltas (DeepSeek: reasoning_content; OpenRouter: reasoning)."""
     base = {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion.chunk",
@@ -324,12 +378,12 @@ def openai_events(body, answer: Answer, number: int) -> Iterator[tuple[str, str 
         return [{"index": 0, "delta": payload, "finish_reason": finish}]
 
     yield frame(delta({"role": "assistant", "content": ""})), None
-    for piece in answer.reasoning:
-        yield frame(delta({"reasoning_content": piece})), piece
+    for piece in answer.thinking_pieces():
+        yield frame(delta({"content": None, reasoning_field: piece})), piece
     for piece in answer.text_pieces():
         yield frame(delta({"content": piece})), piece
     for index, call in enumerate(answer.tool_calls):
-        pieces = split_arguments(json.dumps(call.arguments))
+        pieces = split_arguments(arguments_text(call))
         head = {
             "index": index,
             "id": call.id,
@@ -359,11 +413,24 @@ def anthropic_usage(answer: Answer, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def anthropic_thinks(body: dict[str, Any], answer: Answer) -> bool:
+    """A thinking block answers only a request that enabled thinking (as with the API)."""
+    thinking = body.get("thinking")
+    return (
+        bool(answer.thinking) and isinstance(thinking, dict) and thinking.get("type") == "enabled"
+    )
+
+
 def anthropic_message(body, answer: Answer, number: int) -> dict[str, Any]:
     content: list[dict[str, Any]] = []
-    if answer.reasoning:
-        thinking = "".join(answer.reasoning)
-        content.append({"type": "thinking", "thinking": thinking, "signature": "fake-signature"})
+    if anthropic_thinks(body, answer):
+        content.append(
+            {
+                "type": "thinking",
+                "thinking": answer.thinking,
+                "signature": thinking_signature(answer.thinking),
+            }
+        )
     if answer.text:
         content.append({"type": "text", "text": answer.text})
     content += [
@@ -391,19 +458,21 @@ def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, s
     yield frame("message_start", {"message": message}), None
     yield frame("ping", {}), None
     index = 0
-    if answer.reasoning:
-        block = {"type": "thinking", "thinking": ""}
-        yield frame("content_block_start", {"index": 0, "content_block": block}), None
-        for piece in answer.reasoning:
+    if anthropic_thinks(body, answer):
+        start = {"type": "thinking", "thinking": "", "signature": ""}
+        yield frame("content_block_start", {"index": 0, "content_block": start}), None
+        for piece in answer.thinking_pieces():
             delta = {"type": "thinking_delta", "thinking": piece}
             yield frame("content_block_delta", {"index": 0, "delta": delta}), piece
-        delta = {"type": "signature_delta", "signature": "fake-signature"}
-        yield frame("content_block_delta", {"index": 0, "delta": delta}), None
+        signature = thinking_signature(answer.thinking)
+        for piece in split_arguments(signature, 2):
+            delta = {"type": "signature_delta", "signature": piece}
+            yield frame("content_block_delta", {"index": 0, "delta": delta}), None
         yield frame("content_block_stop", {"index": 0}), None
         index = 1
     if answer.text:
-        block = {"type": "text", "text": ""}
-        yield frame("content_block_start", {"index": index, "content_block": block}), None
+        start = {"type": "text", "text": ""}
+        yield frame("content_block_start", {"index": index, "content_block": start}), None
         for piece in answer.text_pieces():
             delta = {"type": "text_delta", "text": piece}
             yield frame("content_block_delta", {"index": index, "delta": delta}), piece
@@ -413,7 +482,7 @@ def anthropic_events(body, answer: Answer, number: int) -> Iterator[tuple[str, s
         position = index + offset
         start = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
         yield frame("content_block_start", {"index": position, "content_block": start}), call.name
-        for piece in split_arguments(json.dumps(call.arguments)):
+        for piece in split_arguments(arguments_text(call)):
             delta = {"type": "input_json_delta", "partial_json": piece}
             yield frame("content_block_delta", {"index": position, "delta": delta}), piece
         yield frame("content_block_stop", {"index": position}), None

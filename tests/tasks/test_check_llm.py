@@ -115,3 +115,104 @@ def test_unknown_alias_and_invalid_config_are_refused_without_traceback(tmp_path
     broken = check_llm(tmp_path, {"models": {"main": {"provider": "gemini"}}})
     assert broken.returncode == 1
     assert "models.main.provider" in broken.stderr and "Traceback" not in broken.stderr
+
+
+# ── check_llm --agent (issue 28) ───────────────────────────────────────────────────────────────
+FIX = [
+    {
+        "text": "Reading the code.",
+        "tool_calls": [{"name": "read_file", "arguments": {"path": "calc.py"}}],
+    },
+    {
+        "tool_calls": [
+            {
+                "name": "str_replace_editor",
+                "arguments": {
+                    "command": "str_replace",
+                    "path": "calc.py",
+                    "old_str": "(len(values) + 1)",
+                    "new_str": "len(values)",
+                },
+            }
+        ],
+        "after_tool": "read_file",
+    },
+    {"tool_calls": [{"name": "run_tests", "arguments": {}}], "after_tool": "str_replace_editor"},
+    {"text": "Fixed: average divided by one too many.", "after_tool": "run_tests"},
+]
+TEXT_ONLY = [
+    {"text": "The divisor should be len(values); change it and the test passes.", "repeat": True}
+]
+BAD_ARGUMENTS = [
+    {
+        "tool_calls": [
+            {"name": "str_replace_editor", "arguments": {"file": "calc.py", "fix": "len"}}
+        ],
+        "repeat": True,
+        "match": "^(?!ERROR)",
+    },
+    {"text": "I could not edit the file.", "repeat": True},
+]
+
+
+def agent_config(server: FakeLLMServer, provider: str) -> dict:
+    return {
+        "models": {
+            "main": server.model_entry(
+                provider, model="agent-fake", price={"input": 2, "output": 8}
+            ),
+        },
+        "llm": {"main": "main", "retries": {"max_attempts": 1}},
+    }
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_agent_check_passes_when_the_model_fixes_the_bug_with_valid_tool_calls(tmp_path, provider):
+    with FakeLLMServer(FIX) as server:
+        result = check_llm(tmp_path, agent_config(server, provider), "--agent")
+        sent = [request.body for request in server.requests]
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "agent check on main" in out
+    assert (
+        "tools called   yes — 3 call(s) (read_file, str_replace_editor, run_tests), all with valid arguments"
+        in out
+    )
+    assert "bug fixed      yes" in out
+    assert "test passes    yes (pytest -q test_calc.py: 1 passed" in out
+    assert "run            completed in 4 step(s)" in out
+    assert "cost           input " in out and "$0.0" in out
+    assert "PASS: main works as an agent here." in out
+    assert len(sent) == 4  # the engine's calls went to the fake, nothing else
+
+
+def test_agent_check_reports_a_model_that_never_calls_tools(tmp_path):
+    with FakeLLMServer(TEXT_ONLY) as server:
+        result = check_llm(tmp_path, agent_config(server, "openai"), "--agent", "--json")
+    assert result.returncode != 0
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    assert report["tool_calls"] == [] and report["fixed"] is False
+    assert report["test_passed"] is False
+    assert report["status"] == "completed"
+    assert report["problems"][0].startswith("The model never called a tool")
+    assert "never called a tool" in result.stderr  # the CommandError says it too
+
+
+def test_agent_check_reports_invalid_tool_arguments(tmp_path):
+    with FakeLLMServer(BAD_ARGUMENTS) as server:
+        result = check_llm(tmp_path, agent_config(server, "anthropic"), "--agent")
+    assert result.returncode != 0
+    out = result.stdout
+    assert "some with INVALID arguments" in out
+    assert "invalid: str_replace_editor: schema_mismatch" in out
+    assert "bug fixed      NO" in out
+    assert "FAIL: " in out and "tool calls had invalid arguments" in out
+    assert "PASS" not in out
+
+
+def test_agent_check_on_the_offline_scripted_model_says_to_configure_a_real_one(tmp_path):
+    result = check_llm(tmp_path, {"models": {"main": {"provider": "scripted"}}}, "--agent")
+    assert result.returncode != 0
+    assert "main is the offline scripted model" in result.stdout
+    assert "Connect a real model" in result.stdout

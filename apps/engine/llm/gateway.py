@@ -248,6 +248,9 @@ class Gateway:
                                 if delta.text and (text := pieces.push(delta.text)):
                                     emitted = True
                                     yield delta if text is delta.text else StreamDelta(text=text)
+                                elif delta.reasoning:  # shown, never sent back: storable too
+                                    emitted = True
+                                    yield StreamDelta(reasoning=storable(delta.reasoning))
                                 continue
                             if held := pieces.end():  # a half surrogate the stream ended on
                                 yield StreamDelta(text=held)
@@ -285,6 +288,8 @@ class Gateway:
         self, alias: str, provider: Provider, response: ChatResponse, calls: int
     ) -> ChatResponse:
         response.content = storable(response.content)
+        if response.reasoning:  # for display; signed thinking blocks stay as sent
+            response.reasoning = storable(response.reasoning)
         if response.tool_calls:
             response.tool_calls = [storable_call(call) for call in response.tool_calls]
         if not response.content.strip() and not response.tool_calls:

@@ -22,7 +22,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from apps.engine.llm.errors import LLMConnectionError
-from apps.engine.llm.types import SYNTHETIC_ID_PREFIX, ChatResponse, ToolCall, Usage
+from apps.engine.llm.types import (
+    SYNTHETIC_ID_PREFIX,
+    ChatResponse,
+    ThinkingBlock,
+    ToolCall,
+    Usage,
+)
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +201,21 @@ def build_tool_call(
 
 
 @dataclass(slots=True)
+class ThinkingDraft:
+    """An Anthropic `thinking` / `redacted_thinking` block while it streams."""
+
+    kind: str = "thinking"
+    parts: list[str] = field(default_factory=list)
+    signature: str = ""
+    data: str = ""
+
+    def build(self) -> ThinkingBlock:
+        if self.kind == "redacted_thinking":
+            return ThinkingBlock("redacted_thinking", data=self.data)
+        return ThinkingBlock("thinking", thinking="".join(self.parts), signature=self.signature)
+
+
+@dataclass(slots=True)
 class StreamSnapshot:
     """A streamed answer so far. Providers' `accumulate` functions are the only writers."""
 
@@ -211,6 +232,21 @@ class StreamSnapshot:
     # Anthropic: type of each content block by index, so deltas of blocks that did not start as
     # `tool_use` (server-side tools) are not taken for tool-call arguments.
     block_types: dict[int, str] = field(default_factory=dict)
+    thinking: dict[int, ThinkingDraft] = field(default_factory=dict)  # by block index
+    reasoning_parts: list[str] = field(default_factory=list)
+    unsent_reasoning: list[str] = field(default_factory=list)  # not yet given out as a delta
+
+    def add_reasoning(self, text: str) -> None:
+        """Reasoning text (thinking deltas, `reasoning_content`): kept for the response, and
+        held until the provider's read loop gives it out (`take_reasoning`)."""
+        if text:
+            self.reasoning_parts.append(text)
+            self.unsent_reasoning.append(text)
+
+    def take_reasoning(self) -> str:
+        text = "".join(self.unsent_reasoning)
+        self.unsent_reasoning.clear()
+        return text
 
     def add_text(self, text: str) -> str:
         if text:
@@ -244,6 +280,8 @@ class StreamSnapshot:
             finish_reason=self.finish_reason,
             model=self.model,
             request_id=self.request_id,
+            thinking=tuple(self.thinking[index].build() for index in sorted(self.thinking)),
+            reasoning="".join(self.reasoning_parts),
         )
 
 

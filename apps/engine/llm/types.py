@@ -84,6 +84,22 @@ def sorted_arguments(call: ToolCall) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingBlock:
+    """A block of the model's own reasoning that the provider wants back, byte for byte.
+
+    Anthropic extended thinking: `kind` "thinking" (the text and its `signature`) or
+    "redacted_thinking" (encrypted `data`). Across a tool-use turn the next request's assistant
+    message must carry these blocks first, unmodified (providers/anthropic.py). Reasoning that
+    must never be sent back (OpenAI-compatible `reasoning_content`) is not one of these: it is
+    `ChatResponse.reasoning`, for display only."""
+
+    kind: Literal["thinking", "redacted_thinking"]
+    thinking: str = ""
+    signature: str = ""
+    data: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TextBlock:
     """A block of a system prompt. `cache` marks a prompt-cache breakpoint after this block
     (Anthropic `cache_control`); OpenAI-compatible providers concatenate blocks in order, joined
@@ -101,6 +117,8 @@ class Message:
     tool_call_id: str | None = None  # role == "tool": the call this answers
     name: str | None = None  # role == "tool": the tool's name
     is_error: bool = False  # role == "tool": the tool reported an error
+    # role == "assistant": the reasoning blocks its reply began with, sent back unmodified
+    thinking: tuple[ThinkingBlock, ...] = ()
 
     # Written out (dataclass keeps an __init__ of the class body): the generated one of a frozen
     # dataclass calls object.__setattr__ per field; setting the slots through their descriptors
@@ -114,6 +132,7 @@ class Message:
         tool_call_id: str | None = None,
         name: str | None = None,
         is_error: bool = False,
+        thinking: tuple[ThinkingBlock, ...] = (),
     ) -> None:
         _message_role(self, role)
         _message_content(self, content)
@@ -121,6 +140,7 @@ class Message:
         _message_tool_call_id(self, tool_call_id)
         _message_name(self, name)
         _message_is_error(self, is_error)
+        _message_thinking(self, thinking)
 
 
 (
@@ -130,6 +150,7 @@ class Message:
     _message_tool_call_id,
     _message_name,
     _message_is_error,
+    _message_thinking,
 ) = (Message.__dict__[name].__set__ for name in Message.__slots__)
 
 
@@ -165,12 +186,26 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class StructuredOutput:
+    """Ask for one JSON object of this schema as the answer. Each provider uses what its
+    endpoint has (`models.<alias>.structured_output`): OpenAI `response_format: json_schema`,
+    or a forced call of a tool named `name` (Anthropic; OpenAI-compatible servers without
+    json_schema). The object comes back as the reply's text, or as that tool call's arguments
+    (`ChatResponse.structured_text()` gives either). The caller still validates it."""
+
+    name: str
+    description: str
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class ChatRequest:
     messages: tuple[Message, ...]
     system: tuple[TextBlock, ...] = ()
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int | None = None
     temperature: float | None = None
+    structured: StructuredOutput | None = None
 
     def __init__(  # written out as Message's, for the same reason: one per model call
         self,
@@ -179,12 +214,14 @@ class ChatRequest:
         tools: tuple[ToolSpec, ...] = (),
         max_tokens: int | None = None,
         temperature: float | None = None,
+        structured: StructuredOutput | None = None,
     ) -> None:
         _request_messages(self, messages)
         _request_system(self, system)
         _request_tools(self, tools)
         _request_max_tokens(self, max_tokens)
         _request_temperature(self, temperature)
+        _request_structured(self, structured)
 
 
 (
@@ -193,6 +230,7 @@ class ChatRequest:
     _request_tools,
     _request_max_tokens,
     _request_temperature,
+    _request_structured,
 ) = (ChatRequest.__dict__[name].__set__ for name in ChatRequest.__slots__)
 
 
@@ -207,12 +245,27 @@ class ChatResponse:
     request_id: str | None = None
     cost: float = 0.0
     attempts: int = 1  # HTTP calls this answer took, retries and fallbacks included
+    # Blocks to send back with this reply on the next turn (Anthropic thinking, signed).
+    thinking: tuple[ThinkingBlock, ...] = ()
+    # The model's reasoning as text, for people (Anthropic thinking text, OpenAI-compatible
+    # `reasoning_content` / `reasoning`): shown and counted, never sent back by itself.
+    reasoning: str = ""
+
+    def structured_text(self, name: str) -> str:
+        """The JSON text of a structured answer: the arguments of the first call of tool
+        `name` (a forced tool call), else the reply's text (json_schema, or no structured
+        output at all)."""
+        for call in self.tool_calls:
+            if call.name == name:
+                return call.raw_arguments or sorted_json(call.arguments)
+        return self.content
 
 
 @dataclass(frozen=True, slots=True)
 class StreamDelta:
-    """One item of a streamed completion: visible text as it arrives; the last item carries the
-    complete `response` (text, tool calls, usage) and nothing else.
+    """One item of a streamed completion: visible text as it arrives (`reasoning`: the model's
+    reasoning text, shown apart from its answer); the last item carries the complete `response`
+    (text, tool calls, usage) and nothing else.
 
     `restart=True` (no text, no response) means the call failed after some text was streamed and
     is being retried or handed to a fallback model: drop the text shown so far. The final
@@ -222,3 +275,4 @@ class StreamDelta:
     text: str = ""
     response: ChatResponse | None = None
     restart: bool = False
+    reasoning: str = ""

@@ -3,7 +3,8 @@
 - `evolution_schedule(task_id=, outcome=)`: at task end (apps/tasks/runner.py lifecycle hooks).
 - `planning_context(task=, config=)`: at task start, the volatile-block sections ("Pitfalls
   seen before" from `pitfalls_for_task`, and the approved prompt version for the target).
-- `evolve_task(task_id=, config=)`: the job itself (RQ, or `manage.py evolve --task ID`).
+- `evolve_task(task_id=, config=, agent_config=)`: the job itself (RQ, or `manage.py evolve
+  --task ID`).
 """
 
 from apps.evolution.services.job import EvolutionReport, evolve_task

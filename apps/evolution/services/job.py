@@ -1,4 +1,7 @@
-"""The evolution job for one finished task: reflect → lessons → pitfalls → (gated) proposal."""
+"""The evolution job for one finished task: reflect → lessons → pitfalls → (gated) proposal.
+
+The reflector is `evolution.reflector`: `rules` (reflector.py) or `llm` (llm_reflector.py, on
+the auxiliary model; the rules when it fails). Their lessons pass the same gates."""
 
 from __future__ import annotations
 
@@ -7,12 +10,13 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from apps.engine.config import EvolutionConfig
+from apps.engine.config import AgentkitConfig, EvolutionConfig
 from apps.evolution.models import Lesson
 from apps.evolution.services.counters import counter_increment
 from apps.evolution.services.detector import pitfall_record
+from apps.evolution.services.llm_reflector import reflect_with_llm
 from apps.evolution.services.optimizer import prompt_propose
-from apps.evolution.services.reflector import is_environment_failure, reflect
+from apps.evolution.services.reflector import LessonDraft, is_environment_failure, reflect
 from apps.evolution.services.text import UnsafeText, clean_text
 from apps.tasks.models import Task, TaskEvent
 
@@ -40,23 +44,28 @@ class EvolutionReport:
     proposed_prompt_version: int | None = None
 
 
-def evolve_task(*, task_id: int, config: EvolutionConfig) -> EvolutionReport:
+def evolve_task(
+    *, task_id: int, config: EvolutionConfig, agent_config: AgentkitConfig | None = None
+) -> EvolutionReport:
+    """`agent_config`: the whole configuration, for the LLM reflector's model (default: the
+    process's agentkit.yaml)."""
     task = Task.objects.select_related("workspace").get(pk=task_id)
     if task.lessons.exists():
         return EvolutionReport(task.pk, task.status, already_evolved=True)
     events = [
         {"seq": seq, "type": kind, "data": data}
         for seq, kind, data in TaskEvent.objects.filter(task=task)
-        .exclude(type="token")
+        .exclude(type__in=("token", "reasoning"))
         .order_by("seq")
         .values_list("seq", "type", "data")
     ]
     if is_environment_failure(events):
         counter_increment("environment_failure_skipped")
         return EvolutionReport(task.pk, task.status, environment_failure=True)
+    drafts = _reflect(task, events, config, agent_config)
     learned, rejected = [], []
     with transaction.atomic():
-        for draft in reflect(events):
+        for draft in drafts:
             try:
                 text = clean_text(draft.text)
                 clean_text(draft.trigger), clean_text(draft.advice)
@@ -95,3 +104,20 @@ def evolve_task(*, task_id: int, config: EvolutionConfig) -> EvolutionReport:
         rejected=rejected,
         proposed_prompt_version=version.pk if version else None,
     )
+
+
+def _reflect(
+    task: Task, events: list[dict], config: EvolutionConfig, agent_config: AgentkitConfig | None
+) -> list[LessonDraft]:
+    """The lessons of `evolution.reflector`: the LLM's, else (or when it fails) the rules'."""
+    if config.reflector == "llm":
+        if agent_config is None:
+            from apps.tasks.conf import agent_config as load
+
+            agent_config = load()
+        drafts = reflect_with_llm(events, goal=task.goal, outcome=task.status, config=agent_config)
+        if drafts is not None:
+            counter_increment("llm_reflections")
+            return drafts
+        counter_increment("llm_reflector_fallback")
+    return reflect(events)

@@ -32,6 +32,7 @@ SEVERITY = {
     Category.TIMEOUT: Severity.MEDIUM,
     Category.PHASE_VIOLATION: Severity.MEDIUM,
     Category.TOOL_ERROR: Severity.LOW,
+    Category.SUCCESS_PATTERN: Severity.LOW,
 }
 
 

@@ -44,6 +44,8 @@ def llm_server(llm_server_session: FakeLLMServer) -> Iterator[FakeLLMServer]:
     llm_server_session.ttft = 0.0
     llm_server_session.tokens_per_second = None
     llm_server_session.api_key = None
+    llm_server_session.reasoning_field = "reasoning_content"
+    llm_server_session.json_schema_supported = True
     llm_server_session.reset()
     yield llm_server_session
     llm_server_session.reset()

@@ -1,8 +1,9 @@
 """What every provider offers the gateway, and the HTTP plumbing the HTTP providers share.
 
 A provider serves one model alias. `generate(request, stream=...)` is an async generator: text
-deltas while they arrive (stream=True only), then one `StreamDelta(response=...)`. It raises
-`LLMError` subclasses only; retries, fallbacks, cost and the empty-answer rule live in the gateway.
+deltas (and reasoning deltas, `StreamDelta.reasoning`) while they arrive (stream=True only), then
+one `StreamDelta(response=...)`. It raises `LLMError` subclasses only; retries, fallbacks, cost
+and the empty-answer rule live in the gateway.
 
 `HTTPProvider` holds what OpenAI and Anthropic share: the API key read from the environment at
 call time (never stored in a repr, scrubbed from every error text), timeouts, mapping of httpx
@@ -186,6 +187,8 @@ class HTTPProvider:
                 async for chunk in response.aiter_bytes():
                     for event in decoder.feed(chunk):
                         text = self._accumulate(event, snapshot, scrub)
+                        if snapshot.unsent_reasoning:
+                            yield StreamDelta(reasoning=snapshot.take_reasoning())
                         if text:
                             yield StreamDelta(text=text)
                 for event in decoder.flush():

@@ -7,6 +7,15 @@ is `[]` or `null`, tool-call fragments keyed by `index` (id and name only in the
 or repeated), a missing `index`, `finish_reason` spellings (`function_call`, `eos`), `[DONE]`
 missing after a finish reason, and an `{"error": ...}` chunk after HTTP 200. Cached prompt tokens
 come from `usage.prompt_tokens_details.cached_tokens` (DeepSeek: `prompt_cache_hit_tokens`).
+
+Structured output (`request.structured`, the planner): `response_format: {type: json_schema,
+json_schema: {name, schema, strict: true}}`, or with `structured_output: tool` (servers without
+json_schema) the schema as one more function and `tool_choice` forcing it (structured.py).
+
+Reasoning models (DeepSeek, Qwen, OpenRouter) stream their reasoning as `reasoning_content` (or
+`reasoning`) deltas: kept as `ChatResponse.reasoning` and given out as reasoning deltas, for
+display and usage only. It is never sent back: the assistant messages built here carry content
+and tool calls alone (DeepSeek refuses a request whose messages carry `reasoning_content`).
 """
 
 from __future__ import annotations
@@ -17,7 +26,8 @@ from typing import Any, ClassVar
 from apps.engine.llm.errors import body_error
 from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
-from apps.engine.llm.types import ChatRequest, ChatResponse, Message, Usage
+from apps.engine.llm.structured import StructuredMode, strict_schema, structured_mode
+from apps.engine.llm.types import ChatRequest, ChatResponse, Message, StructuredOutput, Usage
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -61,7 +71,13 @@ def message_json(message: Message) -> dict[str, Any]:
 
 
 def build_body(
-    request: ChatRequest, *, model: str, max_tokens: int, temperature: float | None, stream: bool
+    request: ChatRequest,
+    *,
+    model: str,
+    max_tokens: int,
+    temperature: float | None,
+    stream: bool,
+    structured_mode: StructuredMode = "prompt",
 ) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = system_text(request)
@@ -88,10 +104,30 @@ def build_body(
             }
             for tool in request.tools
         ]
+    if request.structured is not None and structured_mode != "prompt":
+        _add_structured(body, request.structured, structured_mode)
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return body
+
+
+def _add_structured(body: dict[str, Any], wanted: StructuredOutput, mode: StructuredMode) -> None:
+    schema = strict_schema(wanted.schema)
+    if mode == "json_schema":
+        body["response_format"] = {
+            "json_schema": {
+                "description": wanted.description,
+                "name": wanted.name,
+                "schema": schema,
+                "strict": True,
+            },
+            "type": "json_schema",
+        }
+        return
+    function = {"description": wanted.description, "name": wanted.name, "parameters": schema}
+    body["tools"] = [*body.get("tools", []), {"function": function, "type": "function"}]
+    body["tool_choice"] = {"function": {"name": wanted.name}, "type": "function"}
 
 
 def parse_usage(data: dict[str, Any] | None) -> Usage:
@@ -127,12 +163,14 @@ def parse_response(data: dict[str, Any]) -> ChatResponse:
     content = message.get("content")
     if isinstance(content, list):  # some servers answer with content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     return ChatResponse(
         content=content or "",
         tool_calls=calls,
         usage=parse_usage(data.get("usage")),
         finish_reason=normalize_finish_reason(choice.get("finish_reason")),
         model=data.get("model") or "",
+        reasoning=reasoning if isinstance(reasoning, str) else "",
     )
 
 
@@ -160,6 +198,9 @@ def accumulate(event: ServerSentEvent, snapshot: StreamSnapshot) -> str:
         if choice.get("index", 0) != 0:
             continue  # n > 1 is never requested
         delta = choice.get("delta") or {}
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            snapshot.add_reasoning(reasoning)
         content = delta.get("content")
         if content:
             text += snapshot.add_text(content)
@@ -210,6 +251,7 @@ class OpenAIProvider(HTTPProvider):
             max_tokens=self.model.max_tokens,
             temperature=self.model.temperature,
             stream=stream,
+            structured_mode=structured_mode(self.model),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:

@@ -17,6 +17,9 @@ A list of turns (or a mapping `{description: ..., turns: [...]}`). A turn is a s
 reply) or a mapping:
 
     - text: "Let me read the function."      # assistant text (may come with tool calls)
+      thinking: "The bug is in slugify."      # optional: the model's reasoning, streamed first
+                                              # as reasoning deltas (the fake LLM server sends
+                                              # it as signed thinking / reasoning_content)
       tool_calls:                             # optional
         - name: read_file
           arguments: {path: textkit/slug.py, symbol: slugify}
@@ -98,6 +101,7 @@ class ScriptUsage(_Strict):
 
 class ScriptTurn(_Strict):
     text: str = ""
+    thinking: str = ""
     tool_calls: list[ScriptToolCall] = Field(default_factory=list)
     match: str | None = None
     role: Literal["user", "tool"] | None = None
@@ -333,6 +337,10 @@ class ScriptedProvider:
         self.requests.append(request)
         turn = self.pick(request)
         number = self.calls
+        if stream and turn.thinking and turn.fail != "empty":
+            for chunk in _CHUNK.findall(turn.thinking):
+                await asyncio.sleep(self.chunk_delay)
+                yield StreamDelta(reasoning=chunk)
         if stream and turn.text and turn.fail != "empty":
             for chunk in _CHUNK.findall(turn.text):
                 await asyncio.sleep(self.chunk_delay)
@@ -359,6 +367,7 @@ class ScriptedProvider:
                 finish_reason=turn.finish_reason or ("tool_calls" if calls else "stop"),
                 model=self.model.model,
                 request_id=f"scripted-{number}",
+                reasoning="" if turn.fail == "empty" else turn.thinking,
             )
         )
 

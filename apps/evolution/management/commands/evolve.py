@@ -24,7 +24,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"task {task} is {row.status}; evolution learns from finished tasks only"
             )
-        report = evolve_task(task_id=task, config=agent_config().evolution)
+        config = agent_config()
+        report = evolve_task(task_id=task, config=config.evolution, agent_config=config)
         out = self.stdout.write
         out(f"task {task} ({report.outcome})")
         if report.already_evolved:

@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.engine.config import ConfigError
 from apps.engine.llm import Gateway
 from apps.engine.llm.probe import PROBE_PROMPT, ProbeResult, probe_model
+from apps.tasks.agent_check import agent_check, agent_report
 from apps.tasks.conf import agent_config
 
 
@@ -13,7 +14,9 @@ class Command(BaseCommand):
     help = (
         "Send one short prompt to each configured model alias (or the one named) and print the "
         "reply, usage (cached tokens included), time to first token and total latency. Exits "
-        "non-zero when any alias fails."
+        "non-zero when any alias fails. With --agent: run one tiny agent task (fix a one-line "
+        "bug so a test passes) on llm.main or --model, and report whether the model called "
+        "tools with valid arguments, fixed the bug and passed the test, at what cost."
     )
     requires_system_checks = []  # reports configuration problems itself, in one line each
 
@@ -21,6 +24,11 @@ class Command(BaseCommand):
         parser.add_argument("--model", metavar="ALIAS", help="check only this alias")
         parser.add_argument("--json", action="store_true", help="print the results as JSON")
         parser.add_argument("--prompt", default=PROBE_PROMPT, help="the prompt to send")
+        parser.add_argument(
+            "--agent",
+            action="store_true",
+            help="run a tiny end-to-end agent task on the model (llm.main, or --model)",
+        )
 
     def handle(self, *args, **options):
         try:
@@ -35,6 +43,9 @@ class Command(BaseCommand):
                 )
             aliases = [options["model"]]
         as_json = options["json"]
+        if options["agent"]:
+            self._agent(config, options["model"] or config.llm.main, as_json=as_json)
+            return
         results = asyncio.run(self._check(config, aliases, options["prompt"], show=not as_json))
         if as_json:
             payload = {"ok": all(r.ok for r in results), "models": [r.as_dict() for r in results]}
@@ -46,6 +57,26 @@ class Command(BaseCommand):
             )
         if not as_json:
             self.stdout.write(self.style.SUCCESS(f"{len(results)} of {len(results)} answered."))
+
+    def _agent(self, config, alias: str, *, as_json: bool) -> None:
+        if alias not in config.models:
+            raise CommandError(f"llm.main names unknown alias {alias!r}")
+        model = config.models[alias]
+        if not as_json:
+            self.stdout.write(
+                f"agent check on {alias} ({model.provider} {model.model}): fix a one-line bug "
+                f"so a test passes ...",
+            )
+            self.stdout.flush()
+        check = asyncio.run(agent_check(config, alias))
+        if as_json:
+            self.stdout.write(json.dumps(check.as_dict(), indent=2))
+        else:
+            self.stdout.write(agent_report(check))
+        if not check.ok:
+            raise CommandError(f"the agent check on {alias} failed: " + " ".join(check.problems))
+        if not as_json:
+            self.stdout.write(self.style.SUCCESS(f"PASS: {alias} works as an agent here."))
 
     async def _check(self, config, aliases, prompt, *, show):
         results = []
