@@ -5,6 +5,9 @@ workspace's lease (leases.py), and the way out when its events cannot be stored 
     taken = await take_workspace(recorder, task, token)   # waits, `queued`, with task_waiting
     ...
     await release(task, claim, leased)           # in the run's finally, run to completion
+
+and how a run ends when its engine could not end it: `abort_run` (a bad workspace, a crash),
+`end_unstarted` (cancelled while it waited), `end_on_storage_failure`.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ import logging
 from asgiref.sync import sync_to_async
 
 from apps.engine.cancellation import CancellationToken
+from apps.engine.events import ErrorStruct
+from apps.engine.task import TaskResult
+from apps.specs.stage import close_open_reviews
 from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now
+from apps.tasks.failure import scrub_struct
 from apps.tasks.leases import LEASED_MODES, lease_acquire, lease_release, wait_for_release
-from apps.tasks.lifecycle import run_to_completion
+from apps.tasks.lifecycle import finish_task, run_to_completion
 from apps.tasks.liveness import run_claim, run_release
 from apps.tasks.models import Task
-from apps.tasks.recorder import EventRecorder
+from apps.tasks.recorder import EventRecorder, StorageFailed
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +106,42 @@ async def end_on_storage_failure(recorder: EventRecorder, task: Task, claim: str
     recorder.stored_status = "failed" if messages else None
     if messages:
         await publish(task.pk, messages)
+
+
+INTERNAL_ERROR = {
+    "error_code": "internal_error",
+    "message": "agentkit failed while running this task; the server log has the details",
+    "suggestions": ["Try again; if it keeps failing, report it with the task id."],
+    "retryable": True,
+}
+
+
+async def abort_run(
+    recorder: EventRecorder, task: Task, claim: str, error_struct: dict, started: float
+) -> None:
+    """End a task the engine could not run (or that crashed) the way the engine ends one; when
+    even these events cannot be stored, the minimal end (storage_error)."""
+    try:
+        await _abort(recorder, task, error_struct, started)
+    except StorageFailed:
+        log.exception("task %s: the end of its run could not be stored", task.pk)
+        await end_on_storage_failure(recorder, task, claim)
+
+
+async def end_unstarted(recorder: EventRecorder, task: Task, status: str) -> None:
+    """A run that ends before its engine started (cancelled while it waited for the workspace)."""
+    result = TaskResult(task_id=task.pk, status=status)
+    await recorder.record("task_finished", result.event_data())
+    await run_to_completion(finish_task, task.pk, result)
+
+
+async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:
+    """End a task the engine could not run (or that crashed) the way the engine ends one."""
+    error_struct = scrub_struct(error_struct, recorder.paths, recorder.secrets)
+    if recorder.seq == task.last_seq:  # nothing recorded yet in this run
+        await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
+    await close_open_reviews(recorder)  # every review request gets its resolution
+    await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})
+    result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
+    await recorder.record("task_finished", result.event_data())
+    await run_to_completion(finish_task, task.pk, result)  # a cancel now loses none of it

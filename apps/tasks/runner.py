@@ -29,7 +29,7 @@ from apps.engine.prompt import read_notes
 from apps.engine.resume import ResumePoint, ResumingPrelude, phase_checkpoint
 from apps.engine.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
-from apps.engine.task import AgentTask, TaskResult
+from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import planning_context
@@ -42,16 +42,23 @@ from apps.tasks.conf import agent_config
 from apps.tasks.failure import (
     internal_paths,
     salvager_for,
-    scrub_struct,
     secrets_of,
 )
 from apps.tasks.history import conversation_history
-from apps.tasks.lifecycle import RunnerHooks, finish_task, run_to_completion
+from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.liveness import run_claim
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder, StorageFailed
-from apps.tasks.run_guard import claim_task, end_on_storage_failure, release, take_workspace
+from apps.tasks.run_guard import (
+    INTERNAL_ERROR,
+    abort_run,
+    claim_task,
+    end_on_storage_failure,
+    end_unstarted,
+    release,
+    take_workspace,
+)
 from apps.tasks.services import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
@@ -323,7 +330,7 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
         taken = await take_workspace(recorder, task, token)  # one writer per workspace
         leased = bool(taken)
         if taken is False:  # cancelled while it waited for the workspace
-            await _end_unstarted(recorder, task, "cancelled")
+            await end_unstarted(recorder, task, "cancelled")
             return "cancelled"
         if prepared is not None and prepared.failure is not None:
             raise prepared.failure
@@ -348,7 +355,7 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
         await _record(recorder, stream, checkpoints)
     except RunAborted as aborted:
-        await _abort_or_end(recorder, task, claim, aborted.error_struct, started)
+        await abort_run(recorder, task, claim, aborted.error_struct, started)
     except StorageFailed:
         log.exception("task %s: its events could not be stored", task_id)
         await end_on_storage_failure(recorder, task, claim)
@@ -359,7 +366,7 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
     except Exception:
         log.exception("task %s crashed in the runner", task_id)
         if not recorder.finished:
-            await _abort_or_end(recorder, task, claim, INTERNAL_ERROR, started)
+            await abort_run(recorder, task, claim, INTERNAL_ERROR, started)
     finally:
         try:  # whatever the engine yielded is written, even on a cancel
             await recorder.aclose()
@@ -389,43 +396,3 @@ async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
             await recorder.record(event.type, event.data, event.ts)
             if checkpoints is not None and event.type == "phase_changed":
                 await checkpoints.save(phase_checkpoint(event.data))
-
-
-INTERNAL_ERROR = {
-    "error_code": "internal_error",
-    "message": "agentkit failed while running this task; the server log has the details",
-    "suggestions": ["Try again; if it keeps failing, report it with the task id."],
-    "retryable": True,
-}
-
-
-async def _abort_or_end(
-    recorder: EventRecorder, task: Task, claim: str, error_struct: dict, started: float
-) -> None:
-    """_abort; when even its events cannot be stored, the minimal end (storage_error)."""
-    try:
-        await _abort(recorder, task, error_struct, started)
-    except StorageFailed:
-        log.exception("task %s: the end of its run could not be stored", task.pk)
-        await end_on_storage_failure(recorder, task, claim)
-
-
-async def _end_unstarted(recorder: EventRecorder, task: Task, status: str) -> None:
-    """A run that ends before its engine started (cancelled while it waited for the workspace)."""
-    result = TaskResult(task_id=task.pk, status=status)
-    await recorder.record("task_finished", result.event_data())
-    await run_to_completion(finish_task, task.pk, result)
-
-
-async def _abort(recorder: EventRecorder, task: Task, error_struct: dict, started: float) -> None:
-    """End a task the engine could not run (or that crashed) the way the engine ends one."""
-    error_struct = scrub_struct(error_struct, recorder.paths, recorder.secrets)
-    if recorder.seq == task.last_seq:  # nothing recorded yet in this run
-        await recorder.record("task_started", {"mode": task.mode, "goal": task.goal})
-    await close_open_reviews(recorder)  # every review request gets its resolution
-    await recorder.record("error", {"step": 0, "fatal": True, "error_struct": error_struct})
-    from apps.engine.events import ErrorStruct
-
-    result = TaskResult(task_id=task.pk, status="failed", error=ErrorStruct(**error_struct))
-    await recorder.record("task_finished", result.event_data())
-    await run_to_completion(finish_task, task.pk, result)  # a cancel now loses none of it

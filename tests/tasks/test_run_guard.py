@@ -86,6 +86,16 @@ async def test_a_claim_whose_heartbeat_went_stale_is_taken_over(demo):
     assert await run_task(task.pk) == "completed"
 
 
+async def wait_for_event(task, kind: str, timeout: float = 30) -> None:
+    def stored() -> bool:
+        return TaskEvent.objects.filter(task=task, type=kind).exists()
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await sync_to_async(stored)():
+        assert asyncio.get_running_loop().time() < deadline, f"no {kind} for task {task.pk}"
+        await asyncio.sleep(0.05)
+
+
 def slow_script(tmp_path, name: str, seconds: float) -> str:
     path = tmp_path / f"{name}.yaml"
     path.write_text(
@@ -112,8 +122,10 @@ async def test_two_runs_on_one_workspace_never_overlap_and_the_second_says_why(
     first = await sync_to_async(make_task)(user, workspace, goal="one")
     second = await sync_to_async(make_task)(user, workspace, goal="two")
     chat = await sync_to_async(make_task)(user, workspace, goal="hi", mode="direct_chat")
-    runs = [asyncio.create_task(run_task(t.pk)) for t in (first, second)]
-    await asyncio.sleep(0.3)
+    runs = [asyncio.create_task(run_task(first.pk))]
+    await wait_for_event(first, "task_started")
+    runs.append(asyncio.create_task(run_task(second.pk)))
+    await wait_for_event(second, "task_waiting")
     # direct_chat changes nothing: it does not wait for the workspace
     assert await asyncio.wait_for(run_task(chat.pk), 30) == "completed"
     assert not runs[0].done()
@@ -143,15 +155,9 @@ async def test_a_task_waiting_for_the_workspace_can_be_cancelled(demo, config_fi
     first = await sync_to_async(make_task)(user, workspace, goal="one")
     second = await sync_to_async(make_task)(user, workspace, goal="two")
     running = asyncio.create_task(run_task(first.pk))
+    await wait_for_event(first, "task_started")
     waiting = asyncio.create_task(run_task(second.pk))
-
-    def waits() -> bool:
-        return TaskEvent.objects.filter(task=second, type="task_waiting").exists()
-
-    for _ in range(100):
-        if await sync_to_async(waits)():
-            break
-        await asyncio.sleep(0.1)
+    await wait_for_event(second, "task_waiting")
     stored = await sync_to_async(Task.objects.get)(pk=second.pk)
     assert stored.status == "queued"
     assert await sync_to_async(task_request_cancel)(task=stored)
