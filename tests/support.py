@@ -296,6 +296,34 @@ def private_postgres(tmp: Path) -> Iterator[str]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+RUN_TASK = (
+    "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
+)
+
+
+def run_task_then_kill(env: dict[str, str], task_id: int, until, what: str) -> None:
+    """Run the task in a process of its own (`manage.py shell`), wait until `until()` is true
+    (its model call hanging, say), then SIGKILL the process: a worker dying mid-run."""
+    worker = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", RUN_TASK.format(id=task_id)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not until():
+            assert worker.poll() is None, f"the worker ended before {what}"
+            assert time.monotonic() < deadline, f"{what} never came"
+            time.sleep(0.1)
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+
+
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """`python manage.py ARGS` in the checkout with `env` (e.g. server_env(...)), output captured."""
     return subprocess.run(

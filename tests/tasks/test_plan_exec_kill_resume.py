@@ -8,20 +8,16 @@ from the conversation it had (the resumed run's first request holds the earlier 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import ROOT, manage, server_env
+from tests.support import manage, run_task_then_kill, server_env
 
 pytestmark = pytest.mark.slow
-ORPHAN_AFTER = 5  # executor.orphan_after_seconds: the dead run's heartbeat is stale after this
+ORPHAN_AFTER = 10  # executor.orphan_after_seconds (the first resume, right after the kill, sees it fresh)
 
 SPEC = {
     "goal": "write out.txt",
@@ -56,7 +52,6 @@ ws = Workspace.objects.create(name="w", root_dir={root!r})
 ws.members.add(user)
 print(Task.objects.create(workspace=ws, user=user, mode="plan_exec", goal="write out.txt").pk)
 """
-RUN = "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
 
 
 def is_planner(request) -> bool:
@@ -93,24 +88,8 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         assert made.returncode == 0, made.stderr
         task_id = int(made.stdout.strip().splitlines()[-1])
 
-        worker = subprocess.Popen(
-            [sys.executable, "manage.py", "shell", "-c", RUN.format(id=task_id)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while len(server.requests) < 5:  # the planner, steps 1-3, and step 4 (hanging)
-                assert worker.poll() is None, "the worker ended before step 4"
-                assert time.monotonic() < deadline, "step 4 never started"
-                time.sleep(0.1)
-            os.kill(worker.pid, signal.SIGKILL)  # mid-building: its model call is in flight
-            worker.wait(timeout=10)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
+        # killed mid-run: its model call is in flight
+        run_task_then_kill(env, task_id, lambda: len(server.requests) >= 5, "step 4")
         db = sqlite3.connect(tmp_path / "db.sqlite3")
         status = db.execute("select status from tasks_task where id=?", (task_id,)).fetchone()[0]
         assert status == "running"  # nobody finished it

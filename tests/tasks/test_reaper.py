@@ -6,22 +6,19 @@ Real processes, the fake LLM server, a private SQLite file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import ROOT, manage, server_env
+from tests.support import manage, run_task_then_kill, server_env
 
 pytestmark = pytest.mark.slow
 
-ORPHAN_AFTER = 8  # the first reap, right after the kill, must find the heartbeat fresh
+ORPHAN_AFTER = 10  # the first reap, right after the kill, must find the heartbeat fresh
 TURNS = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
     {"fail": "timeout"},  # the second call hangs: the process is killed here
@@ -32,10 +29,8 @@ from apps.tasks.models import Task, Workspace
 user = get_user_model().objects.create_user("ann", password="pw-123-secret")
 ws = Workspace.objects.create(name="w", root_dir={root!r})
 ws.members.add(user)
-for goal in ("killed", "cancelled"):
-    print(Task.objects.create(workspace=ws, user=user, mode="react", goal=goal).pk)
+print(Task.objects.create(workspace=ws, user=user, mode="react", goal="killed").pk)
 """
-RUN = "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
 REAP = "import asyncio; from apps.tasks.reaper import reap_round; print(asyncio.run(reap_round()))"
 CANCEL = """
 from apps.tasks.models import Task
@@ -45,24 +40,7 @@ print(task_request_cancel(task=Task.objects.get(pk={id})))
 
 
 def start_and_kill(env, task_id: int, server: FakeLLMServer, calls: int) -> None:
-    worker = subprocess.Popen(
-        [sys.executable, "manage.py", "shell", "-c", RUN.format(id=task_id)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while len(server.requests) < calls:  # its hanging call is in flight
-            assert worker.poll() is None, "the worker ended before its hanging call"
-            assert time.monotonic() < deadline, "the hanging call never came"
-            time.sleep(0.1)
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=10)
-    finally:
-        if worker.poll() is None:
-            worker.kill()
+    run_task_then_kill(env, task_id, lambda: len(server.requests) >= calls, "the hanging call")
 
 
 def stored(db, task_id: int):
@@ -75,11 +53,13 @@ def stored(db, task_id: int):
     return status, json.loads(error) if error else None, events
 
 
-def test_a_killed_react_run_is_ended_by_the_reaper_once_its_heartbeat_is_stale(tmp_path):
+@contextlib.contextmanager
+def killed_react_task(tmp_path):
+    """A react task whose process was killed while its second model call hung: (env, task id)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "README.md").write_text("a workspace\n")
-    with FakeLLMServer(script=TURNS + TURNS) as server:
+    with FakeLLMServer(script=TURNS) as server:
         config = tmp_path / "agentkit.yaml"
         config.write_text(
             f"""
@@ -95,9 +75,13 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         assert manage(env, "migrate", "-v", "0").returncode == 0
         made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
         assert made.returncode == 0, made.stderr
-        killed = int(made.stdout.split()[-2])
+        killed = int(made.stdout.split()[-1])
         start_and_kill(env, killed, server, calls=2)
+        yield env, killed
 
+
+def test_a_killed_react_run_is_ended_by_the_reaper_once_its_heartbeat_is_stale(tmp_path):
+    with killed_react_task(tmp_path) as (env, killed):
         db = sqlite3.connect(tmp_path / "db.sqlite3")
         assert stored(db, killed)[0] == "running"  # nobody ended it
         early = manage(env, "shell", "-c", REAP)  # its heartbeat is still fresh
@@ -123,26 +107,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
 
 
 def test_cancel_of_a_task_whose_process_died_ends_it_at_once(tmp_path):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "README.md").write_text("a workspace\n")
-    with FakeLLMServer(script=TURNS) as server:
-        config = tmp_path / "agentkit.yaml"
-        config.write_text(
-            f"""
-models:
-  main: {{provider: openai, model: m, base_url: "{server.openai_base_url}"}}
-llm: {{main: main, timeout: {{connect: 5, read: 600}}, retries: {{max_attempts: 1}}}}
-repo_map: {{enabled: false}}
-evolution: {{enabled: false}}
-executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
-"""
-        )
-        env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
-        assert manage(env, "migrate", "-v", "0").returncode == 0
-        made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
-        killed = int(made.stdout.split()[-2])
-        start_and_kill(env, killed, server, calls=2)
+    with killed_react_task(tmp_path) as (env, killed):
         time.sleep(ORPHAN_AFTER + 1)
         cancel = manage(env, "shell", "-c", CANCEL.format(id=killed))
         assert cancel.stdout.strip().endswith("True"), cancel.stderr

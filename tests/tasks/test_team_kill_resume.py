@@ -6,17 +6,13 @@ completes the task, and phase 1's expert is never asked again."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer, Fault
-from tests.support import ROOT, manage, server_env
+from tests.support import manage, run_task_then_kill, server_env
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = 5  # executor.orphan_after_seconds: the dead run's heartbeat is stale after this
@@ -65,7 +61,6 @@ for i, p in enumerate(draft["phases"]):
     SpecPhase.objects.create(spec=spec, position=i, phase_id=p["id"], title=p["title"], role=p["role"])
 print(task.pk)
 """
-RUN = "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
 
 
 def phase_of(request) -> str:
@@ -102,24 +97,10 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         assert made.returncode == 0, made.stderr
         task_id = int(made.stdout.strip().splitlines()[-1])
 
-        worker = subprocess.Popen(
-            [sys.executable, "manage.py", "shell", "-c", RUN.format(id=task_id)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        # killed mid-run: its model call is in flight
+        run_task_then_kill(
+            env, task_id, lambda: any(r.model == "slow-model" for r in server.requests), "phase 2"
         )
-        try:
-            deadline = time.monotonic() + 120
-            while not any(r.model == "slow-model" for r in server.requests):
-                assert worker.poll() is None, "the worker ended before phase 2"
-                assert time.monotonic() < deadline, "phase 2 never started"
-                time.sleep(0.1)
-            os.kill(worker.pid, signal.SIGKILL)  # mid-phase 2: its model call is in flight
-            worker.wait(timeout=10)
-        finally:
-            if worker.poll() is None:
-                worker.kill()
         db = sqlite3.connect(tmp_path / "db.sqlite3")
         status = db.execute("select status from tasks_task where id=?", (task_id,)).fetchone()[0]
         assert status == "running"  # nobody finished it
