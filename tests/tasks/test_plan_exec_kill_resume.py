@@ -17,7 +17,9 @@ from tests.fakes.llm_server import FakeLLMServer
 from tests.support import manage, run_task_then_kill, server_env
 
 pytestmark = pytest.mark.slow
-ORPHAN_AFTER = 10  # executor.orphan_after_seconds (the first resume, right after the kill, sees it fresh)
+ORPHAN_AFTER = (
+    10  # executor.orphan_after_seconds (the first resume, right after the kill, sees it fresh)
+)
 
 SPEC = {
     "goal": "write out.txt",
