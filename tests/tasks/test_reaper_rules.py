@@ -1,0 +1,78 @@
+"""What the reaper does with each kind of task that has no live run (apps/tasks/reaper.py), on
+real SQLite with the real runner and the scripted model: a task that never began is started
+again; a cancel asked of a dead run ends it cancelled; a react task ends `interrupted`; a task
+whose runs keep dying is not handed over forever; a live or recently queued task is left alone."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.models import Task
+from apps.tasks.reaper import MAX_HANDOVERS, reap
+from tests.tasks.conftest import events_of
+from tests.tasks.factories import make_task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LONG_AGO = timedelta(minutes=5)
+
+
+def dead(task: Task, **fields) -> Task:
+    """As a run whose process died minutes ago leaves it."""
+    Task.objects.filter(pk=task.pk).update(
+        run_owner="gone-host:1:run", heartbeat_at=timezone.now() - LONG_AGO, **fields
+    )
+    return Task.objects.get(pk=task.pk)
+
+
+def wait_final(task_id: int, timeout: float = 60) -> Task:
+    deadline = time.monotonic() + timeout
+    while not (task := Task.objects.get(pk=task_id)).is_finished:
+        assert time.monotonic() < deadline, f"task {task_id} stayed {task.status}"
+        time.sleep(0.1)
+    return task
+
+
+def test_each_kind_of_orphan_gets_what_it_needs_and_live_tasks_are_left_alone(demo):
+    user, workspace, _ = demo
+    never_started = make_task(user, workspace, goal="hello", mode="direct_chat")
+    Task.objects.filter(pk=never_started.pk).update(created_at=timezone.now() - LONG_AGO)
+    cancelled = dead(make_task(user, workspace, goal="c", status="running"))
+    Task.objects.filter(pk=cancelled.pk).update(cancel_requested_at=timezone.now())
+    react = dead(make_task(user, workspace, goal="r", status="running"))
+    unplanned = dead(make_task(user, workspace, goal="p", mode="plan_exec", status="running"))
+    just_queued = make_task(user, workspace, goal="new", mode="direct_chat")
+    alive = make_task(user, workspace, goal="alive", status="running")
+    claim = run_claim(alive.pk)
+    try:
+        done = {task_id: what for task_id, what, _ in reap()}
+        assert done == {
+            never_started.pk: "restarted",
+            cancelled.pk: "cancelled",
+            react.pk: "interrupted",
+            unplanned.pk: "interrupted",  # died before its spec was confirmed: nothing to resume
+        }
+        assert wait_final(never_started.pk).status == "completed"  # it ran, once
+        assert [e.type for e in events_of(never_started)].count("task_started") == 1
+        assert Task.objects.get(pk=cancelled.pk).status == "cancelled"
+        for task in (react, unplanned):
+            stored = Task.objects.get(pk=task.pk)
+            assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
+        assert Task.objects.get(pk=just_queued.pk).status == "queued"  # within its grace
+        assert Task.objects.get(pk=alive.pk).status == "running"
+        assert reap() == []  # exactly once
+    finally:
+        run_release(alive.pk, claim)
+
+
+def test_a_task_whose_runs_keep_dying_is_ended_after_a_few_hand_overs(demo):
+    user, workspace, _ = demo
+    task = dead(make_task(user, workspace, goal="q"), orphaned=MAX_HANDOVERS)  # queued
+    assert [(what) for _, what, _ in reap()] == ["interrupted"]
+    stored = Task.objects.get(pk=task.pk)
+    assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
