@@ -28,10 +28,10 @@ WAIT_POLL_SECONDS = 0.5
 
 @dataclass(frozen=True)
 class Waiting:
-    """The lease is not this run's yet: `task_id` goes first."""
+    """The lease is not this run's yet: `task_id` (which holds it, or waits too and was queued
+    earlier) goes first."""
 
     task_id: int
-    holds: bool  # True: it holds the lease; False: it waits too and was queued earlier
 
     @property
     def reason(self) -> str:
@@ -79,9 +79,9 @@ def _blocked(task_id: int, workspace_id: int, lease: WorkspaceLease | None = ...
     if lease is not None and lease.task_id != task_id:
         holder = Task.objects.filter(pk=lease.task_id).first()
         if _live(holder):
-            return Waiting(holder.pk, holds=True)
+            return Waiting(holder.pk)
     earlier = _earlier_waiter(task_id, workspace_id)
-    return Waiting(earlier, holds=False) if earlier is not None else None
+    return Waiting(earlier) if earlier is not None else None
 
 
 def _earlier_waiter(task_id: int, workspace_id: int) -> int | None:
