@@ -100,6 +100,8 @@ class ModelConfig(Section):
                 "provider 'openai' needs base_url (e.g. https://api.openai.com/v1 or "
                 "http://127.0.0.1:11434/v1 for Ollama)"
             )
+        if self.policy is not None and self.provider != "scripted":
+            raise ValueError("`policy` (a reference model) needs provider 'scripted'")
         return self
 
 

@@ -133,3 +133,24 @@ def test_pass_at_k_is_the_unbiased_estimator():
     assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 2) == 1.0
     assert pass_at_k(4, 1, 1) == 0.25
     assert abs(pass_at_k(4, 1, 2) - 0.5) < 1e-9  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+
+
+def test_a_policy_needs_the_scripted_provider():
+    from pydantic import ValidationError
+
+    from apps.engine.config import ModelConfig
+
+    assert ModelConfig(provider="scripted", policy="oracle").policy == "oracle"
+    with pytest.raises(ValidationError, match="needs provider 'scripted'"):
+        ModelConfig(provider="anthropic", policy="oracle")
+
+
+def test_rows_name_the_model_a_task_ran_on_when_it_named_none(batch_env):
+    report = batch_env.tmp / "default-model.json"
+    done = batch_env.run_tasks(
+        "--suite", "humaneval", "--ids", "0", "--mode", "react", "--report", str(report)
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (row,) = json.loads(report.read_text())["tasks"]
+    assert row["model"] == "main"  # llm.main, from the run's task_started event
+    assert row["hidden_tests"] == "failed" and row["solved"] is False  # the demo script
