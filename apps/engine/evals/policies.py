@@ -192,8 +192,8 @@ def _say(text: str) -> ScriptTurn:
 def _spec(request: ChatRequest) -> dict[str, Any]:
     problem = _problem(request.messages)
     name = f"`{problem.entry_point}`" if problem else "the function"
-    return {
-        "goal": f"Write {name} in {MODULE_FILE}",
+    return {  # the id in the goal: team_collab's experts see the spec's goal, not the task's
+        "goal": f"{problem.id if problem else 'the task'}: write {name} in {MODULE_FILE}",
         "summary": f"Read the stub, write the body of {name}, check it with {TESTS_FILE}.",
         "phases": [
             {

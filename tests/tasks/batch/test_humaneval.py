@@ -154,3 +154,16 @@ def test_rows_name_the_model_a_task_ran_on_when_it_named_none(batch_env):
     (row,) = json.loads(report.read_text())["tasks"]
     assert row["model"] == "main"  # llm.main, from the run's task_started event
     assert row["hidden_tests"] == "failed" and row["solved"] is False  # the demo script
+
+
+def test_the_oracle_solves_in_team_collab_too(batch_env):
+    report = batch_env.tmp / "team.json"
+    done = batch_env.run_tasks(
+        "--suite", "humaneval", "--ids", "HumanEval/0,HumanEval/1", "--compare",
+        "react,team_collab", "--model", "oracle", "--report", str(report),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(report.read_text())
+    assert solved(data, "team_collab") == 2 and solved(data, "react") == 2
+    team = [row for row in data["tasks"] if row["mode"] == "team_collab"]
+    assert all(row["status"] == "completed" and row["verification"] == [True] for row in team)
