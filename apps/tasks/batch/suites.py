@@ -4,7 +4,7 @@ Each problem becomes a source directory (apps/engine/evals/humaneval.py: the stu
 the docstring's examples as tests, nothing of the hidden tests) that the batch copies into a
 fresh workspace per task and mode, like any batch file's `source`. After a task ends, `score`
 runs the problem's hidden `check` on that workspace INSIDE THE SANDBOX (the code is the
-model's), network off, the workspace read-only, with a time limit; the outcome gets
+model's), network off, with the sandbox's limits and a time limit; the outcome gets
 `hidden_tests` (passed | failed | timed_out | not_run) and `solved`.
 """
 
@@ -73,7 +73,7 @@ class HiddenScorer:
                 [sys.executable, "-c", problem.check_program()],
                 workspace,
                 network=False,
-                writable=(),
+                writable=(workspace,),  # as during the task: the code is the model's anyway
                 timeout=self.timeout,
                 env={"PYTHONDONTWRITEBYTECODE": "1"},
             )

@@ -167,3 +167,29 @@ def test_the_oracle_solves_in_team_collab_too(batch_env):
     assert solved(data, "team_collab") == 2 and solved(data, "react") == 2
     team = [row for row in data["tasks"] if row["mode"] == "team_collab"]
     assert all(row["status"] == "completed" and row["verification"] == [True] for row in team)
+
+
+async def test_the_hidden_check_runs_in_the_sandbox_with_a_time_limit(tmp_path):
+    from apps.engine.evals.humaneval import STUB_BODY
+    from apps.engine.sandbox import Sandbox
+    from apps.tasks.batch.spec import TaskSpec
+    from apps.tasks.batch.suites import HiddenScorer
+
+    problem = problems()["HumanEval/0"]
+    spec = TaskSpec(id=problem.slug, goal=problem.goal(), mode="react", line=0)
+    scorer = HiddenScorer({problem.slug: problem}, Sandbox(), timeout=3)
+    bodies = {
+        "passed": problem.canonical_solution,
+        "failed": "    return False\n",
+        "timed_out": "    while True:\n        pass\n",
+        # the model's code cannot reach the network while it is scored
+        "failed_offline": "    import socket\n    socket.create_connection(('1.1.1.1', 53), 2)\n",
+    }
+    for expected, body in bodies.items():
+        workspace = tmp_path / expected
+        workspace.mkdir()
+        (workspace / "solution.py").write_text(problem.stub().replace(STUB_BODY, body))
+        verdict = await scorer(spec, workspace)
+        assert verdict["hidden_tests"] == expected.removesuffix("_offline"), (expected, verdict)
+        assert verdict["solved"] is (expected == "passed")
+    assert "OSError" in verdict["detail"] or "Error" in verdict["detail"]
