@@ -173,6 +173,23 @@ TARGETS: tuple[Target, ...] = (
         "×",
         source="issue 17",
     ),
+    Target(
+        "humaneval",
+        "HumanEval 164 × react, plan_exec with the oracle at concurrency 8: wall time",
+        "wall_seconds",
+        "<=",
+        600.0,
+        "s",
+        source="issue 28",
+    ),
+    Target(
+        "humaneval",
+        "HumanEval with the oracle: problems solved in plan_exec (all, or the harness is wrong)",
+        "modes.plan_exec.solved",
+        ">=",
+        164,
+        source="issue 28",
+    ),
 )
 
 

@@ -83,6 +83,11 @@ class ModelConfig(Section):
         default=0.0,
         description="scripted provider: pause between streamed chunks, so a demo streams visibly.",
     )
+    policy: Literal["oracle", "null", "wrong_first"] | None = Field(
+        default=None,
+        description="scripted provider: a reference policy instead of a script "
+        "(apps/engine/evals/policies.py).",
+    )
     max_tokens: PositiveInt = 4096
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()
@@ -123,6 +128,8 @@ class ModelConfig(Section):
                     f"thinking_budget ({self.thinking_budget}) must be less than max_tokens "
                     f"({self.max_tokens}): raise max_tokens or lower the budget"
                 )
+        if self.policy is not None and self.provider != "scripted":
+            raise ValueError("`policy` (a reference model) needs provider 'scripted'")
         return self
 
 
@@ -234,6 +241,10 @@ class VerificationConfig(Section):
     max_reinjections: NonNegInt = 1
     timeout_seconds: PositiveFloat = 600.0
     python_commands: list[str] = Field(default_factory=lambda: ["pytest -x -q", "ruff check"])
+    # What already failed when the task started does not fail it (apps/engine/verify_baseline.py).
+    baseline: bool = True
+    # `ruff check` in a workspace without its own ruff configuration: errors, not style.
+    default_ruff_select: list[str] = Field(default_factory=lambda: ["E9", "F63", "F7", "F82"])
 
 
 class ReflexionConfig(Section):

@@ -141,6 +141,7 @@ class ReActEngine:
                                 yield event
                             # the work's time budget starts now
                             run_setup.arm(self.config, run, cancel)
+                        await run_setup.take_baseline(self, run)
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
                         run_setup.arm(self.config, run, cancel)
                         steps = run.task.max_steps or self.config.react.max_steps

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -86,8 +86,12 @@ class TeamOrchestrator:
         checkpoints: CheckpointStore | None = None,
         template: str | None = None,
         stage: Any = None,
+        baseline: Callable[[], Awaitable[None]] | None = None,
     ):
         self.engine_for = engine_for
+        # The verifier's take_baseline (verify_baseline.py): before the first phase changes
+        # anything, what the workspace already had wrong; the verifying phases judge against it.
+        self.baseline = baseline
         self.config = config or AgentkitConfig()
         self.hooks = hooks or TaskHooks()
         self.commands = commands  # None: validation/rollback commands cannot run (refused)
@@ -152,6 +156,7 @@ class TeamOrchestrator:
                     spec = self.stage.confirmed.draft
                 self._check(spec, team)
                 saved = await self._load_checkpoints()
+                await self._take_baseline(task)
                 for warning in self._snapshot_warnings(spec):
                     yield event("error", step=0, fatal=False, error_struct=warning.model_dump())
             except TeamSetupError as bad:
@@ -197,6 +202,14 @@ class TeamOrchestrator:
                     task_id=task.task_id, status="cancelled", error=fallback.interrupted()
                 )
             )
+
+    async def _take_baseline(self, task: AgentTask) -> None:
+        if self.baseline is None:
+            return
+        try:
+            await self.baseline()
+        except Exception:  # only makes verification stricter; never stops the run
+            log.warning("task %s: no verification baseline", task.task_id, exc_info=True)
 
     def _team_or_none(self) -> list[str] | None:
         template = team_templates(self.config.team, self.config.experts).get(self.template)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from apps.engine import fallback, phases
 from apps.engine.cancellation import CancellationToken, Interrupter
 from apps.engine.config import AgentkitConfig, LoopDetectionConfig
-from apps.engine.flow import Cancelled, TimedOut
+from apps.engine.flow import Cancelled, Finished, TimedOut
 from apps.engine.llm.types import Message
 from apps.engine.loop_detection import LoopDetector
 from apps.engine.phases import PhaseTracker
@@ -101,3 +101,18 @@ def arm(config: AgentkitConfig, run: RunState, cancel: CancellationToken | None)
                 )
             )
         )
+
+
+async def take_baseline(engine: ReActEngine, run: RunState) -> None:
+    """Before step 1 of a run that verifies: what the workspace already had wrong (the verifier's
+    `take_baseline`, verify_baseline.py), so verification judges what the task changed. A
+    baseline that cannot be taken only makes verification stricter; it never stops the run."""
+    take = getattr(engine.verifier, "take_baseline", None)
+    if not run.verify or take is None:
+        return
+    try:
+        await run.interrupter.guard(take())
+    except (asyncio.CancelledError, Finished):
+        raise
+    except Exception:
+        log.warning("task %s: no verification baseline", run.task.task_id, exc_info=True)

@@ -22,7 +22,8 @@ What runs:
 
 - a coding workspace (pyproject.toml, setup.cfg, setup.py or any *.py file) runs
   `verification.python_commands` (default `pytest -x -q` and `ruff check`, with the project's own
-  configuration), then any spec-declared command not already in that list;
+  configuration; without one, `ruff check --isolated --select` verification.default_ruff_select),
+  then any spec-declared command not already in that list (verify_commands.py);
 - any other workspace runs the spec-declared commands;
 - a workspace with nothing to run passes, and the result says so.
 
@@ -33,7 +34,11 @@ one), so a workspace needs nothing installed. With agentkit's interpreter, agent
 pytest plugins are not auto-loaded (only pytest-asyncio). Checks leave no droppings: no
 .pytest_cache, no .ruff_cache, no __pycache__.
 
-Failing output is condensed for the model: per failed command the first failure (test name,
+What the task changed is judged, not what it found: when a verifying run starts, the engine
+calls `TaskVerifier.take_baseline()`; lint findings the workspace already had do not fail it, and
+tests that already failed are named as pre-existing (verify_baseline.py).
+
+Failing output is condensed for the model (verify_condense.py): per failed command the first failure (test name,
 failing line, assertion), the traceback tail, or the first lint findings. The full output is
 in `log`. A command that runs out of the sandbox's memory cap gets `error_code` memory_limit
 and the sandbox's advice (use less memory, or raise `sandbox.limits.memory_mb`). A sandbox that
@@ -43,32 +48,54 @@ cannot run raises `SandboxUnavailable` (an environment problem, not the model's)
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
-import re
-import shlex
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from apps.engine.config import VerificationConfig
 from apps.engine.ports import VerificationOutcome
-from apps.engine.ports import Verifier as AnswerVerifier
-from apps.engine.sandbox import Sandbox, SandboxResult, sandbox_python
+from apps.engine.sandbox import Sandbox, SandboxResult
+from apps.engine.verify_baseline import (
+    Baseline,
+    concise,
+    failed_test_ids,
+    lint_counts,
+    new_findings,
+    parse_ruff_json,
+    preexisting_note,
+    pytest_without_exit_first,
+)
+from apps.engine.verify_commands import (
+    has_any_file,
+    has_ruff_config,
+    is_python_workspace,
+    prepare_command,
+)
+from apps.engine.verify_condense import clip, condense, condense_pytest, condense_ruff, tail
+
+__all__ = [
+    "CommandOutcome",
+    "TaskVerifier",
+    "VerificationResult",
+    "Verifier",
+    "answer_verifier",
+    "condense",
+    "condense_pytest",
+    "condense_ruff",
+    "has_ruff_config",
+    "is_python_workspace",
+    "prepare_command",
+]
 
 VerifyFn = Callable[[Path, Sequence[str]], Awaitable["VerificationResult"]]
 """The shape of `Verifier.__call__`: `await verify(workspace, spec_commands)`. The engine does
 not call this: it calls the `answer_verifier` adapter (ports.Verifier)."""
 
-MARKER_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
-SKIP_DIRS = frozenset(
-    {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".tox"}
-)
 MAX_LOG_CHARS = 200_000
-MAX_ERROR_CHARS = 4_000
-SHELL_SYNTAX = re.compile(r"[|&;<>()$`\\\n*?~]")
 PYTEST_EXIT_NO_TESTS = 5
 
 
@@ -152,168 +179,6 @@ class VerificationResult:
         }
 
 
-# ── what to run ────────────────────────────────────────────────────────────────────────────────
-def _walk_files(root: Path, limit: int = 20_000) -> Iterator[Path]:
-    seen = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in filenames:
-            seen += 1
-            if seen > limit:
-                return
-            yield Path(dirpath) / name
-
-
-def is_python_workspace(workspace: Path) -> bool:
-    """A coding task: packaging markers at the root, or any Python file in the tree."""
-    if any((workspace / marker).is_file() for marker in MARKER_FILES):
-        return True
-    return any(path.suffix == ".py" for path in _walk_files(workspace))
-
-
-def has_any_file(workspace: Path) -> bool:
-    return next(_walk_files(workspace), None) is not None
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    display: str  # the command as the user wrote it
-    argv: str | list[str]  # what the sandbox runs
-    env: dict[str, str] = field(default_factory=dict)
-    tool: Literal["pytest", "ruff", "other"] = "other"
-
-
-def _workspace_tool(workspace: Path, name: str) -> Path | None:
-    candidate = workspace / ".venv" / "bin" / name
-    if not Path(os.path.realpath(candidate.parent)).is_relative_to(workspace.resolve()):
-        return None  # a .venv linked to a folder outside: commands cannot see it (exposure.py)
-    return candidate if os.access(candidate, os.X_OK) else None
-
-
-def _workspace_has_pytest(workspace: Path) -> bool:
-    lib = workspace / ".venv" / "lib"
-    return any(lib.glob("python3*/site-packages/pytest")) or any(
-        lib.glob("python3*/site-packages/_pytest")
-    )
-
-
-def prepare_command(workspace: Path, command: str) -> _Prepared:
-    """Map `pytest ...` / `ruff ...` to an interpreter that has them; anything else (or anything
-    with shell syntax) runs through /bin/sh as written."""
-    base_env = {"PYTHONDONTWRITEBYTECODE": "1"}
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        tokens = []
-    if not tokens or SHELL_SYNTAX.search(command):
-        return _Prepared(command, command, base_env)
-    program, args = tokens[0], tokens[1:]
-    python = sandbox_python()  # agentkit's, at the path the sandbox shows (links resolved)
-    if program == "pytest":
-        env = {**base_env, "PYTEST_ADDOPTS": "-p no:cacheprovider"}
-        own_python = _workspace_tool(workspace, "python")
-        if own_python and _workspace_has_pytest(workspace):
-            return _Prepared(command, [str(own_python), "-m", "pytest", *args], env, "pytest")
-        # agentkit's interpreter: its own dev plugins (django, playwright, hypothesis) are not
-        # the workspace's business; async tests are common enough to keep pytest-asyncio.
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        if importlib.util.find_spec("pytest_asyncio") is not None:
-            env["PYTEST_PLUGINS"] = "pytest_asyncio.plugin"
-            env["PYTEST_ADDOPTS"] += " -o asyncio_default_fixture_loop_scope=function"
-        return _Prepared(command, [str(python), "-m", "pytest", *args], env, "pytest")
-    if program == "ruff":
-        env = {**base_env, "RUFF_NO_CACHE": "true", "RUFF_OUTPUT_FORMAT": "concise"}
-        ruff = _workspace_tool(workspace, "ruff") or python.parent / "ruff"
-        if os.access(ruff, os.X_OK):
-            return _Prepared(command, [str(ruff), *args], env, "ruff")
-        return _Prepared(command, [str(python), "-m", "ruff", *args], env, "ruff")
-    return _Prepared(command, command, base_env)
-
-
-# ── condensing output for the model ───────────────────────────────────────────────────────────
-_SECTION = re.compile(r"^=+ (FAILURES|ERRORS) =+$")
-_HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
-_BANNER = re.compile(r"^=+ .* =+$")
-_RUFF_FINDING = re.compile(r"^\S.*:\d+:\d+: [A-Z]+\d*\b")
-
-
-def _clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: limit // 2] + "\n[...]\n" + text[-limit // 2 :]
-
-
-def _tail(lines: list[str], count: int = 30) -> list[str]:
-    lines = [line for line in lines if line.strip()]
-    return lines[-count:]
-
-
-def condense_pytest(output: str) -> list[str]:
-    """First failure (name, failing line, assertion) + traceback tail + pytest's summary."""
-    lines = output.splitlines()
-    summary = [line for line in lines if line.startswith(("FAILED ", "ERROR "))]
-    totals = next(
-        (
-            line.strip("= ")
-            for line in reversed(lines)
-            if re.search(r"\d+ (failed|passed|error|errors)\b", line)
-        ),
-        "",
-    )
-    block: list[str] = []
-    name = ""
-    in_section = False
-    for line in lines:
-        if _SECTION.match(line):
-            in_section = True
-            continue
-        if not in_section:
-            continue
-        header = _HEADER.match(line)
-        if header and name:
-            break
-        if header:
-            name = header.group(1)
-            continue
-        if _BANNER.match(line):
-            if name:
-                break
-            continue
-        if name:
-            block.append(line)
-    block = [line.rstrip() for line in block]
-    while block and not block[-1]:
-        block.pop()
-    while block and not block[0]:
-        block.pop(0)
-    if not block:
-        return ["\n".join([*summary[:5], *_tail(lines)])]
-    if len(block) > 40:  # a deep traceback: the test's start and the tail that matters
-        block = [*block[:6], "    [... traceback frames omitted ...]", *block[-30:]]
-    head = [f"first failure: {name}"] + ([totals] if totals else [])
-    return ["\n".join([*head, *summary[:5], "", *block])]
-
-
-def condense_ruff(output: str, limit: int = 20) -> list[str]:
-    lines = output.splitlines()
-    findings = [line for line in lines if _RUFF_FINDING.match(line)]
-    if not findings:
-        return ["\n".join(_tail(lines))]
-    found = next((line for line in reversed(lines) if line.startswith("Found ")), "")
-    shown = findings[:limit]
-    if len(findings) > limit:
-        shown.append(f"[... {len(findings) - limit} more findings ...]")
-    return ["\n".join([*shown, found] if found else shown)]
-
-
-def condense(tool: str, output: str) -> list[str]:
-    if tool == "pytest":
-        return condense_pytest(output)
-    if tool == "ruff":
-        return condense_ruff(output)
-    return ["\n".join(_tail(output.splitlines()))]
-
-
 # ── the verifier ───────────────────────────────────────────────────────────────────────────────
 class Verifier:
     """Runs a workspace's checks in the sandbox (network always off). `await verifier(ws, cmds)`
@@ -322,6 +187,9 @@ class Verifier:
     def __init__(self, sandbox: Sandbox, config: VerificationConfig | None = None):
         self.sandbox = sandbox
         self.config = config or VerificationConfig()
+        # What each workspace had wrong when its task started (take_baseline); verify and
+        # run_command judge against it, so the run_tests tool sees the same verdict.
+        self.baselines: dict[Path, Baseline] = {}
 
     async def __call__(
         self, workspace: Path, spec_commands: Sequence[str] = ()
@@ -366,6 +234,40 @@ class Verifier:
                 backend=self.sandbox.label,
             )
         return await self._run_all(root, kind, commands, started)
+
+    async def take_baseline(
+        self, workspace: str | os.PathLike[str], spec_commands: Sequence[str] = ()
+    ) -> Baseline:
+        """Run the workspace's `pytest` and `ruff check` commands once, before the task changes
+        anything, and keep what already failed (verify_baseline.py). Once per workspace."""
+        root = Path(workspace).resolve()
+        if root in self.baselines:
+            return self.baselines[root]
+        self.sandbox.ensure_available()
+        _, commands = await asyncio.to_thread(self.plan, root, spec_commands)
+        deadline = time.monotonic() + self.config.timeout_seconds
+        lint, failing = {}, {}
+        for command in commands:
+            prepared = prepare_command(root, command, self.config.default_ruff_select)
+            remaining = deadline - time.monotonic()
+            if prepared.tool not in ("pytest", "ruff_check") or remaining < 1:
+                continue
+            argv = list(prepared.argv)
+            if prepared.tool == "pytest":
+                argv = pytest_without_exit_first(argv)
+            result = await self.sandbox.run(
+                argv, root, network=False, writable=(root,), timeout=remaining, env=prepared.env
+            )
+            if result.timed_out:
+                continue
+            output = result.combined_output()
+            if prepared.tool == "pytest":
+                failing[command] = failed_test_ids(output)
+            elif (findings := parse_ruff_json(result.stdout, root)) is not None:
+                lint[command] = lint_counts(findings)
+        baseline = Baseline(lint=lint, failing_tests=failing)
+        self.baselines[root] = baseline
+        return baseline
 
     async def run_command(
         self, workspace: str | os.PathLike[str], command: str
@@ -414,7 +316,7 @@ class Verifier:
         return VerificationResult(
             passed=passed,
             errors=errors,
-            log=_clip(self._log(outcomes), MAX_LOG_CHARS),
+            log=clip(self._log(outcomes), MAX_LOG_CHARS),
             commands=tuple(outcomes),
             duration=time.monotonic() - started,
             kind=kind,
@@ -423,36 +325,49 @@ class Verifier:
         )
 
     async def _run_one(self, root: Path, command: str, timeout: float) -> CommandOutcome:
-        prepared = prepare_command(root, command)
+        prepared = prepare_command(root, command, self.config.default_ruff_select)
         result: SandboxResult = await self.sandbox.run(
             prepared.argv, root, network=False, writable=(root,), timeout=timeout, env=prepared.env
         )
         output = result.combined_output()
         note = ""
         passed = result.ok
+        baseline = self.baselines.get(root, Baseline())
         if prepared.tool == "pytest" and result.exit_code == PYTEST_EXIT_NO_TESTS:
             passed, note = not result.memory_error, "no tests collected"
+        findings = None
+        if prepared.tool == "ruff_check" and result.exit_code in (0, 1):
+            findings = parse_ruff_json(result.stdout, root)
+        if findings is not None:  # only what the task added fails (verify_baseline.py)
+            new, old = new_findings(findings, baseline.lint.get(command, Counter()))
+            passed = not new
+            note = f"{old} finding(s) the workspace had before the task ignored" if old else ""
+            shown = [concise(finding) for finding in new]
+            found = f"Found {len(new)} new error(s)." if new else "All checks passed!"
+            output = "\n".join([*shown, found, *([note] if note else []), result.stderr.strip()])
         errors: tuple[str, ...] = ()
         code = "" if passed else "command_failed"
         if result.memory_error:  # first: a killed child may have left the rest waiting
-            code = "memory_limit"
+            passed, code = False, "memory_limit"
             errors = (
-                _clip(
+                clip(
                     f"`{command}` ran out of memory: {result.memory_error}\n"
-                    + "\n".join(_tail(output.splitlines(), 15))
+                    + "\n".join(tail(output.splitlines(), 15))
                 ),
             )
         elif result.timed_out:
             code = "command_timeout"
             errors = (
                 f"`{command}` timed out after {result.duration:.0f} s and was killed. Look for a "
-                f"hanging test or an endless loop.\n" + "\n".join(_tail(output.splitlines(), 15)),
+                f"hanging test or an endless loop.\n" + "\n".join(tail(output.splitlines(), 15)),
             )
         elif not passed:
             condensed = condense(prepared.tool, output)
+            if prepared.tool == "pytest" and command in baseline.failing_tests:
+                pre = preexisting_note(failed_test_ids(output), baseline.failing_tests[command])
+                condensed = [f"{text}\n\n{pre}" if pre else text for text in condensed]
             errors = tuple(
-                _clip(f"`{command}` failed (exit {result.exit_code}):\n{text}")
-                for text in condensed
+                clip(f"`{command}` failed (exit {result.exit_code}):\n{text}") for text in condensed
             )
         return CommandOutcome(
             command=command,
@@ -460,7 +375,7 @@ class Verifier:
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             duration=result.duration,
-            output=_clip(output, MAX_LOG_CHARS // 2),
+            output=clip(output, MAX_LOG_CHARS // 2),
             errors=errors,
             note=note,
             error_code=code,
@@ -475,15 +390,31 @@ class Verifier:
         return "\n\n".join(parts)
 
 
-def answer_verifier(
-    verifier: Verifier, workspace: str | os.PathLike[str], spec_commands: Sequence[str] = ()
-) -> AnswerVerifier:
-    """Adapt a Verifier to the engine's port `async (final_answer) -> VerificationOutcome`, for
-    one task: `ReActEngine(..., verifier=answer_verifier(Verifier(sandbox, cfg), root, cmds))`.
-    The answer's text does not matter: the workspace's checks decide."""
+class TaskVerifier:
+    """The engine's `Verifier` port (ports.py) for one task: `await task_verifier(answer)` runs
+    the workspace's checks (the answer's text does not matter); `await take_baseline()`, when
+    the run starts, records what already failed so only the task's own changes are judged."""
 
-    async def verify_answer(answer: str) -> VerificationOutcome:
-        result = await verifier.verify(workspace, spec_commands)
+    def __init__(
+        self, verifier: Verifier, workspace: str | os.PathLike[str], spec_commands: Sequence[str]
+    ):
+        self.verifier = verifier
+        self.workspace = workspace
+        self.spec_commands = spec_commands  # the list a confirmed spec adds its commands to
+
+    async def __call__(self, answer: str) -> VerificationOutcome:
+        result = await self.verifier.verify(self.workspace, self.spec_commands)
         return result.as_outcome()
 
-    return verify_answer
+    async def take_baseline(self) -> None:
+        """Once per task, before its first change (verification.baseline: false skips it)."""
+        if self.verifier.config.baseline:
+            await self.verifier.take_baseline(self.workspace, self.spec_commands)
+
+
+def answer_verifier(
+    verifier: Verifier, workspace: str | os.PathLike[str], spec_commands: Sequence[str] = ()
+) -> TaskVerifier:
+    """Adapt a Verifier to the engine's port `async (final_answer) -> VerificationOutcome`, for
+    one task: `ReActEngine(..., verifier=answer_verifier(Verifier(sandbox, cfg), root, cmds))`."""
+    return TaskVerifier(verifier, workspace, spec_commands)

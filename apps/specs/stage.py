@@ -27,8 +27,10 @@ def spec_stage_for(task, config: AgentkitConfig, model, *, commands: list[str]) 
     def add_commands(draft: SpecDraft) -> None:
         commands.extend(c for c in draft.verification_commands if c not in commands)
 
+    skill = config.skills.get(task.skill) if task.skill else None
     planner = Planner(
         model,
+        model_alias=task.model or (skill.model if skill else None) or None,  # the task's model
         max_attempts=config.planner.max_attempts,
         max_tokens=config.planner.max_tokens,
         roles=_roles(task, config),

@@ -254,6 +254,7 @@ def build_team(
         commands=RollbackExecutor(ctx.sandbox, ctx.root, config.rollback.timeout_seconds),
         checkpoints=spec_checkpoints.DatabaseCheckpoints(task_id=task.pk),
         stage=spec_stage_for(task, config, gateway, commands=spec_commands),
+        baseline=verifier.take_baseline if enabled else None,
     )
 
 

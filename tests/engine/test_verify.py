@@ -130,12 +130,31 @@ async def test_workspace_without_python_or_spec_commands_passes_and_says_why(tmp
 
 
 async def test_ruff_findings_are_reported_with_code_and_location(tmp_path, verifier):
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["F"]\n')
     (tmp_path / "mod.py").write_text("import os\n\n\ndef f():\n    return undefined_name\n")
     result = await verifier.verify(tmp_path, [])
     assert not result.passed
     ruff_error = next(e for e in result.errors if e.startswith("`ruff check`"))
     assert "mod.py:1:8: F401" in ruff_error
     assert "mod.py:5:12: F821" in ruff_error
+
+
+async def test_without_a_ruff_config_only_errors_fail_not_style(tmp_path, verifier):
+    """No [tool.ruff], no ruff.toml: verification.default_ruff_select (E9, F63, F7, F82) with
+    --isolated, so neither ruff's own defaults nor a configuration above the workspace apply."""
+    (tmp_path / "ruff.toml").write_text('[lint]\nselect = ["ALL"]\n')
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "mod.py").write_text("import os\n\n\ndef f(x=[]):\n    return undefined_name\n")
+    result = await verifier.verify(workspace, [])
+    ruff = next(c for c in result.commands if c.command == "ruff check")
+    assert not ruff.passed
+    assert "mod.py:5:12: F821" in ruff.errors[0]
+    assert "F401" not in ruff.output and "B006" not in ruff.output and "D10" not in ruff.output
+
+    (workspace / "mod.py").write_text("import os\n\n\ndef f(x=[]):\n    return x\n")
+    result = await verifier.verify(workspace, [])
+    assert next(c for c in result.commands if c.command == "ruff check").passed
 
 
 async def test_verification_has_no_network(tmp_path, verifier):
@@ -246,3 +265,29 @@ def test_condensed_collection_error_keeps_the_import_error():
     assert "ERROR collecting tests/test_a.py" in error
     assert "ModuleNotFoundError: No module named 'nonexistent_mod'" in error
     assert "1 error in 0.04s" in error
+
+
+async def test_tests_failing_before_the_task_are_named_as_preexisting(tmp_path, verifier):
+    (tmp_path / "test_a_old.py").write_text("def test_old_breakage():\n    assert 1 == 2\n")
+    (tmp_path / "test_b_new.py").write_text("def test_new():\n    assert True\n")
+    baseline = await verifier.take_baseline(tmp_path)
+    assert baseline.failing_tests == {
+        "pytest -x -q": frozenset({"test_a_old.py::test_old_breakage"})
+    }
+    (tmp_path / "test_b_new.py").write_text("def test_new():\n    assert False\n")  # the task's
+    result = await verifier.verify(tmp_path)
+    assert not result.passed  # a pre-existing failure still counts
+    error = next(e for e in result.errors if e.startswith("`pytest"))
+    named = error.split("Pre-existing")[1]
+    assert "test_a_old.py::test_old_breakage" in named and "test_new" not in named
+
+
+async def test_a_task_without_a_baseline_is_judged_on_everything(tmp_path, verifier):
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["B"]\n')
+    (tmp_path / "mod.py").write_text("def f(x=[]):\n    return x\n")
+    assert not (await verifier.verify(tmp_path)).passed  # no baseline: B006 fails it
+    await verifier.take_baseline(tmp_path)
+    assert (await verifier.verify(tmp_path)).passed
+    (tmp_path / "mod.py").write_text("def f(x=[]):\n    return x\n\n\ndef g(y={}):\n    return y\n")
+    result = await verifier.verify(tmp_path)
+    assert not result.passed and "mod.py:5:9: B006" in result.errors[0]

@@ -185,7 +185,11 @@ class Gateway:
                 f"unknown model alias {alias!r} (configured: {known}); add it under `models:` "
                 f"in agentkit.yaml"
             )
-        if model.provider == "scripted":
+        if model.provider == "scripted" and model.policy:  # apps/engine/evals/policies.py
+            from apps.engine.evals.policies import PolicyProvider
+
+            provider = PolicyProvider.from_config(alias, model, self.config)
+        elif model.provider == "scripted":
             provider = ScriptedProvider.from_config(alias, model, self.config)
         elif model.provider == "anthropic":
             provider = AnthropicProvider(alias, model, self.config, self._http())

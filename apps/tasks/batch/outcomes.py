@@ -10,6 +10,7 @@ from apps.tasks.models import Task, TaskEvent
 
 NOT_STARTED = "not_started"  # interrupted before its turn came
 OUTCOME_EVENTS = (
+    "task_started",
     "task_finished",
     "reflection",
     "phase_rollback_completed",
@@ -42,6 +43,10 @@ class Outcome:
     expected: dict | None = None  # the file's `expect`, as written
     expectation_met: bool | None = None  # None: nothing expected
     mismatches: list[str] = field(default_factory=list)
+    # A suite's hidden tests (suites.py): passed | failed | timed_out | not_run; solved: passed.
+    hidden_tests: str = "not_run"
+    solved: bool | None = None
+    detail: str = ""
 
     @property
     def tokens(self) -> int:
@@ -84,7 +89,7 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         task_id=task.pk,
         workspace=task.workspace.name,
         mode=task.mode,
-        model=task.model,
+        model=task.model or _started_model(events),
         steps=int(data.get("steps") or 0),
         input_tokens=int(usage.get("input_tokens") or 0),
         output_tokens=int(usage.get("output_tokens") or 0),
@@ -101,6 +106,12 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         error=task.error,
     )
     return _judged(outcome, spec)
+
+
+def _started_model(events: list[tuple[str, dict]]) -> str:
+    """The model alias the run started on (task_started names it when the task has none)."""
+    data = next((data for kind, data in events if kind == "task_started"), None) or {}
+    return str(data.get("model") or "")
 
 
 def _rollback_result(kinds: set[str]) -> str:

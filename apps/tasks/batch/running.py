@@ -15,8 +15,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -60,6 +61,9 @@ class BatchOptions:
     queue: str = "agent"
     poll_seconds: float = 0.2
     review: str = "auto"  # spec reviews: auto (the batch confirms) | wait (a person does)
+    # A suite's scorer (suites.py): after a task ends, `await score(spec, workspace)` → fields
+    # of its Outcome (hidden_tests, solved, ...).
+    score: Callable[[TaskSpec, Path], Awaitable[dict]] | None = None
 
 
 @dataclass
@@ -170,6 +174,8 @@ async def run_batch(
             outcome = await sync_to_async(outcome_of, thread_sensitive=False)(
                 spec=spec, task_id=task.pk
             )
+            if options.score is not None:
+                outcome = replace(outcome, **await options.score(spec, root))
             progress.task_finished(outcome)
             return outcome
 

@@ -30,6 +30,12 @@ EXTRA_MODELS = """\
     model: scripted-slow
     script: {slow}
     chunk_delay_ms: 300
+  lint_fix:
+    provider: scripted
+    script: {scripts}/lint_fix.yaml
+  lint_adds:
+    provider: scripted
+    script: {scripts}/lint_adds.yaml
 """
 
 
@@ -78,7 +84,9 @@ def batch_config(tmp: Path) -> Path:
     assert "chunk_delay_ms: 0" in text
     anchor = "  # Examples — uncomment one"
     assert anchor in text
-    extra = EXTRA_MODELS.format(paced=tmp / "paced.yaml", slow=tmp / "slow.yaml")
+    extra = EXTRA_MODELS.format(
+        paced=tmp / "paced.yaml", slow=tmp / "slow.yaml", scripts=Path(__file__).parent / "scripts"
+    )
     text = text.replace(anchor, extra + anchor)
     path = tmp / "agentkit.yaml"
     path.write_text(text)

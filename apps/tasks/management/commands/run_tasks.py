@@ -1,12 +1,13 @@
 import asyncio
 import sys
+import tempfile
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.engine.config import ConfigError
-from apps.tasks.batch import report
+from apps.tasks.batch import evaluation, report
 from apps.tasks.batch.progress import ConsoleProgress
 from apps.tasks.batch.review import REVIEW_POLICIES
 from apps.tasks.batch.running import (
@@ -18,6 +19,7 @@ from apps.tasks.batch.running import (
 )
 from apps.tasks.batch.services import batch_user
 from apps.tasks.batch.spec import SuiteError, load_suite
+from apps.tasks.batch.suites import SUITES, run_suite
 from apps.tasks.conf import agent_config
 from apps.tasks.services import KNOWN_MODES, ApplicationError, max_message_chars
 
@@ -34,7 +36,32 @@ class Command(BaseCommand):
     requires_system_checks = []  # configuration problems are reported in one line each
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="tasks: a .yaml/.yml or .jsonl file")
+        parser.add_argument(
+            "file", nargs="?", help="tasks: a .yaml/.yml or .jsonl file (not with --suite)"
+        )
+        parser.add_argument(
+            "--suite",
+            choices=SUITES,
+            help="a built-in evaluation suite instead of FILE: humaneval (164 problems, scored "
+            "by their hidden tests in the sandbox)",
+        )
+        parser.add_argument("--limit", type=int, help="--suite: the first N problems")
+        parser.add_argument(
+            "--ids", metavar="ID,...", help="--suite: these problems (HumanEval/0,HumanEval/5)"
+        )
+        parser.add_argument(
+            "--compare",
+            metavar="MODE,MODE",
+            help="--suite: run every task in each mode (fresh workspaces), one report",
+        )
+        parser.add_argument(
+            "--repeat", type=int, default=1, help="--suite: run everything K times (pass@K)"
+        )
+        parser.add_argument(
+            "--baseline",
+            metavar="OLD.json",
+            help="--suite: an earlier --report; print the tasks newly solved and newly failed",
+        )
         parser.add_argument("--concurrency", type=int, default=4, help="tasks at a time (4)")
         parser.add_argument("--mode", choices=KNOWN_MODES, help="run every task in this mode")
         parser.add_argument("--model", metavar="ALIAS", help="run every task on this model alias")
@@ -81,6 +108,15 @@ class Command(BaseCommand):
                 returncode=2,
             )
         executor = options["executor"] or config.executor.kind
+        if options["suite"]:
+            return self._suite(config, executor, options)
+        if not options["file"]:
+            raise CommandError(
+                "give a tasks FILE, or a built-in suite with --suite humaneval", returncode=2
+            )
+        for flag in ("limit", "ids", "compare", "baseline"):
+            if options[flag] is not None:
+                raise CommandError(f"--{flag} goes with --suite", returncode=2)
         try:
             check_executor(executor)
             suite = load_suite(
@@ -128,3 +164,73 @@ class Command(BaseCommand):
             sys.exit(INTERRUPTED_EXIT)
         if not report.all_as_expected(run):
             raise CommandError("some tasks did not end as expected (see MISMATCH above)")
+
+    def _suite(self, config, executor: str, options) -> None:
+        from apps.tasks.services import RUNNABLE_MODES
+
+        modes = [m.strip() for m in (options["compare"] or "").split(",") if m.strip()]
+        modes = modes or [options["mode"] or config.modes.default]
+        unknown = [m for m in modes if m not in RUNNABLE_MODES]
+        if unknown or len(set(modes)) != len(modes):
+            raise CommandError(
+                f"--compare {','.join(modes)}: give distinct modes among "
+                f"{', '.join(RUNNABLE_MODES)}",
+                returncode=2,
+            )
+        if options["file"]:
+            raise CommandError("give either a tasks FILE or --suite, not both", returncode=2)
+        if options["repeat"] < 1 or (options["limit"] is not None and options["limit"] < 1):
+            raise CommandError("--repeat and --limit must be at least 1", returncode=2)
+        old = None
+        try:
+            check_executor(executor)
+            if options["baseline"]:
+                old = evaluation.load_baseline(Path(options["baseline"]))
+            user = batch_user(username=options["user"])
+        except evaluation.BaselineError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        except ApplicationError as exc:
+            raise CommandError(exc.message, returncode=2) from None
+        ids = [i for i in (options["ids"] or "").split(",") if i.strip()] or None
+        batch_options = BatchOptions(
+            workspaces_dir=Path(settings.AGENTKIT_WORKSPACES_DIR),
+            concurrency=options["concurrency"],
+            executor=executor,
+            queue=config.executor.queue,
+            review=options["review"],
+        )
+        if executor == "inline":
+            warm_up(config)
+
+        def progress_for(suite, mode, number):
+            self.stdout.write(
+                f"{options['suite']}: {len(suite.tasks)} tasks · mode {mode} · run {number}/"
+                f"{options['repeat']} · concurrency {batch_options.concurrency}"
+            )
+            return ConsoleProgress(self.stdout, len(suite.tasks), live=sys.stdout.isatty())
+
+        with tempfile.TemporaryDirectory(prefix="agentkit-suite-") as sources:
+            try:
+                ev = asyncio.run(
+                    run_suite(
+                        options["suite"], modes=modes, repeat=options["repeat"],
+                        limit=options["limit"], ids=ids, model=options["model"] or "",
+                        user=user, config=config, options=batch_options,
+                        progress_for=progress_for, sources=Path(sources),
+                    )
+                )  # fmt: skip
+            except SuiteError as exc:
+                raise CommandError(exc.render(), returncode=2) from None
+            except ApplicationError as exc:
+                raise CommandError(exc.message) from None
+        self.stdout.write("")
+        self.stdout.write(evaluation.render(ev))
+        if old is not None:
+            self.stdout.write("")
+            self.stdout.write(f"compared with {options['baseline']}:")
+            self.stdout.write(evaluation.render_changes(evaluation.baseline_changes(ev, old)))
+        if options["report"]:
+            self.stdout.write(f"report: {evaluation.write_json(ev, Path(options['report']))}")
+        if ev.interrupted:
+            self.stderr.write("interrupted: the report covers the tasks that ended")
+            sys.exit(INTERRUPTED_EXIT)
