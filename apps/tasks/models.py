@@ -203,3 +203,40 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
+
+
+class EvaluationRun(models.Model):
+    """One `run_tasks --suite` evaluation (apps/tasks/batch/evaluation.py), stored when the
+    command ends, also after Ctrl-C (`interrupted`): what ran, the per-mode summary
+    (`evaluation.mode_summary` per mode) and one row per task, mode and repeat (`outcomes`:
+    id, mode, repeat, task_id, status, hidden_tests, solved, cost, tokens, steps, detail).
+    The Evaluations page (apps/dashboard) shows it to the user it ran as."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="evaluation_runs"
+    )
+    suite = models.CharField(max_length=40)
+    modes = models.JSONField(default=list)
+    model = models.CharField(max_length=200, blank=True, default="")
+    repeat = models.PositiveSmallIntegerField(default=1)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    interrupted = models.BooleanField(default=False)
+    summary = models.JSONField(default=dict)
+    outcomes = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        indexes = [models.Index(fields=["user", "-started_at"], name="tasks_evalrun_user_started")]
+
+    def __str__(self) -> str:
+        return f"evaluation #{self.pk} {self.suite} ({', '.join(self.modes)})"
+
+    @property
+    def mode_summaries(self) -> list[tuple[str, dict]]:
+        """(mode, summary) in the run's order (PostgreSQL's jsonb keeps no key order)."""
+        return [(mode, self.summary.get(mode, {})) for mode in self.modes]
+
+    @property
+    def wall_seconds(self) -> float:
+        return (self.finished_at - self.started_at).total_seconds()

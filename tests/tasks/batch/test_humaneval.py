@@ -6,11 +6,14 @@ the hidden tests scored in the sandbox."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 from pathlib import Path
 
 import pytest
 
 from apps.engine.evals.humaneval import problems, select
+from tests.tasks.batch.test_command import _wait_for_line
 
 LIMIT = "20"
 
@@ -125,6 +128,41 @@ def test_repeat_gives_pass_at_k_and_the_spread(batch_env):
                                 "HumanEval-3": {"react": [True, True]}}  # fmt: skip
     assert sorted({row["repeat"] for row in data["tasks"]}) == [1, 2]
     assert "pass@2" in done.stdout and "solved % over 2 repeats: react 100–100 %" in done.stdout
+    # stored for the Evaluations page, whose path the command prints
+    pk = int(re.search(r"^evaluation page: /evaluations/(\d+)/$", done.stdout, re.M).group(1))
+    ((suite, modes, model, repeat, interrupted, summary, outcomes),) = batch_env.query(
+        "SELECT suite, modes, model, repeat, interrupted, summary, outcomes "
+        "FROM tasks_evaluationrun WHERE id = ?",
+        pk,
+    )
+    assert (suite, json.loads(modes), model, repeat, interrupted) == (
+        "humaneval", ["react"], "oracle", 2, 0,
+    )  # fmt: skip
+    assert json.loads(summary) == data["modes"]
+    stored = [(r["id"], r["repeat"], r["task_id"], r["solved"]) for r in json.loads(outcomes)]
+    assert stored == [(r["id"], r["repeat"], r["task_id"], True) for r in data["tasks"]]
+
+
+def test_an_interrupted_evaluation_is_stored_marked_so(batch_env):
+    process = batch_env.popen(
+        "--suite", "humaneval", "--ids", "HumanEval/0,HumanEval/1", "--mode", "react",
+        "--model", "slow", "--concurrency", "1",
+    )  # fmt: skip
+    try:
+        _wait_for_line(process, {"HumanEval-0: started"})
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, out + err
+    pk = int(re.search(r"^evaluation page: /evaluations/(\d+)/$", out, re.M).group(1))
+    ((interrupted, outcomes),) = batch_env.query(
+        "SELECT interrupted, outcomes FROM tasks_evaluationrun WHERE id = ?", pk
+    )
+    assert interrupted == 1
+    statuses = {r["id"]: r["status"] for r in json.loads(outcomes)}
+    assert statuses == {"HumanEval-0": "cancelled", "HumanEval-1": "not_started"}
 
 
 def test_pass_at_k_is_the_unbiased_estimator():

@@ -5,10 +5,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from apps.engine.config import ConfigError
 from apps.tasks.batch import evaluation, report
 from apps.tasks.batch.progress import ConsoleProgress
+from apps.tasks.batch.records import evaluation_run_record
 from apps.tasks.batch.review import REVIEW_POLICIES
 from apps.tasks.batch.running import (
     EXECUTORS,
@@ -231,6 +233,9 @@ class Command(BaseCommand):
             self.stdout.write(evaluation.render_changes(evaluation.baseline_changes(ev, old)))
         if options["report"]:
             self.stdout.write(f"report: {evaluation.write_json(ev, Path(options['report']))}")
+        stored = evaluation_run_record(ev=ev, user=user, model=options["model"] or "")
+        # A path on the agentkit server this database belongs to (make run: 127.0.0.1:8000).
+        self.stdout.write(f"evaluation page: {reverse('evaluation', args=[stored.pk])}")
         if ev.interrupted:
             self.stderr.write("interrupted: the report covers the tasks that ended")
             sys.exit(INTERRUPTED_EXIT)
