@@ -1,9 +1,13 @@
 from django.urls import path
 
+from apps.dashboard.views import evaluation_page, evaluations_page
 from apps.tasks import api, views
 
 urlpatterns = [
     path("", views.chat_page, name="chat"),
+    # The Evaluations pages (apps/dashboard) of the runs `run_tasks --suite` stores here.
+    path("evaluations/", evaluations_page, name="evaluations"),
+    path("evaluations/<int:run_id>/", evaluation_page, name="evaluation"),
     path("api/tasks", api.tasks, name="api-tasks"),
     path("api/tasks/<int:task_id>", api.task_detail, name="api-task"),
     path("api/tasks/<int:task_id>/events", api.task_events, name="api-task-events"),

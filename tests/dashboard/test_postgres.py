@@ -67,3 +67,37 @@ def test_dashboard_series_are_the_same_on_postgres(postgres_url, tmp_path):
     }
     assert figures["pitfalls"] == {"completed": [0, 1], "failed": [0, 0], "other": [0, 0]}
     assert figures["recent"] == [0, 750, 0]  # oldest first: day 22, then day 23 by id
+
+
+EVALUATIONS_SCRIPT = """
+import json, re
+from datetime import datetime, timezone
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.template.loader import render_to_string
+from apps.dashboard.evaluations import evaluation_runs
+from apps.tasks.models import EvaluationRun
+
+user = get_user_model().objects.create_user("erin", password="pw-123-secret")  # alice: the other test, same cluster
+now = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
+EvaluationRun.objects.create(
+    user=user, suite="humaneval", modes=["plan_exec", "react"], started_at=now, finished_at=now,
+    summary={"plan_exec": {"solved": 2, "runs": 2, "solved_pct": 100.0},
+             "react": {"solved": 1, "runs": 2, "solved_pct": 50.0}},
+)
+html = render_to_string("dashboard/evaluations.html", {"runs": evaluation_runs(user=user)})
+cell = re.search(r"<td>(plan_exec|react) .*?</td>", html).group(0)
+print(json.dumps({"vendor": connection.vendor, "cell": cell}))
+"""
+
+
+def test_the_evaluations_list_keeps_the_runs_mode_order_on_postgres(postgres_url, tmp_path):
+    """jsonb keeps no key order (shorter keys first): the list follows the run's `modes`."""
+    env = server_env(tmp_path, DATABASE_URL=postgres_url)
+    migrated = manage(env, "migrate", "--noinput", "-v", "0")
+    assert migrated.returncode == 0, migrated.stderr
+    result = manage(env, "shell", "-c", EVALUATIONS_SCRIPT)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["vendor"] == "postgresql"
+    assert out["cell"] == "<td>plan_exec 2/2 (100.0 %) · react 1/2 (50.0 %)</td>"
