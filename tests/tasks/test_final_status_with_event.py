@@ -150,7 +150,7 @@ def test_the_end_of_run_work_survives_a_cancel_while_it_waits_for_a_thread(tmp_p
 
 
 def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thread(tmp_path):
-    """A run the engine could not run (or that crashed) ends in runner._abort; a cancel while
+    """A run the engine could not run (or that crashed) ends in run_guard.abort_run; a cancel while
     its last job (the final fields, the spec failed) waits for a worker thread must not leave
     the spec open as if it still executed."""
     import threading
@@ -159,7 +159,7 @@ def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thr
 
     from apps.specs.models import Spec, SpecStatus
     from apps.tasks.recorder import EventRecorder
-    from apps.tasks.runner import _abort
+    from apps.tasks.run_guard import abort_run
 
     task = new_task(tmp_path)
     task = Task.objects.select_related("workspace").get(pk=task.pk)
@@ -175,7 +175,7 @@ def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thr
         first, second = threading.Event(), threading.Event()
         busy = [loop.run_in_executor(None, first.wait)]
         recorder = EventRecorder(task)
-        abort = asyncio.create_task(_abort(recorder, task, error, time.monotonic()))
+        abort = asyncio.create_task(abort_run(recorder, task, None, error, time.monotonic()))
         await asyncio.sleep(0.05)  # its look for open reviews waits behind `first`
         busy.append(loop.run_in_executor(None, second.wait))  # queued after that look
         first.set()
