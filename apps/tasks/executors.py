@@ -98,8 +98,13 @@ def warm_up() -> None:
 
     httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
     # httpcore's pool loads anyio's asyncio backend (~30 modules, 20 ms) at its first request
-    # on a loop: without this, the first task's model call does it on the serving loop.
-    import anyio._backends._asyncio  # noqa: F401
+    # on a loop: without this, the first task's model call does it on the serving loop. anyio's
+    # public `run` loads it; in a thread of its own, so no event loop of this thread is touched.
+    import anyio
+
+    loader = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="agentkit-warm-up")
+    loader.start()
+    loader.join()
 
     try:
         Sandbox.shared(agent_config().sandbox)  # the probes; the tasks' shared sandbox
