@@ -34,18 +34,18 @@ evolution: {enabled: false}
 
 
 class MakeCluster:
-    def __init__(self, tmp: Path, port: int):
+    def __init__(self, tmp: Path, port: int, *, workers: int = 2, config: str = CONFIG):
         self.port = port
         self.marker = f"cluster-test-{port}-{time.time_ns()}"
         # PostgreSQL runs as `postgres` when we are root: its directory must be reachable
         self.var = Path(tempfile.mkdtemp(prefix="agentkit-cluster-"))
         self.var.chmod(0o755)
-        (tmp / "agentkit.yaml").write_text(CONFIG)
+        (tmp / "agentkit.yaml").write_text(config)
         env = server_env(
             tmp,
             PORT=str(port),
             WEB="2",
-            WORKERS="2",
+            WORKERS=str(workers),
             AGENTKIT_RUN_ID=self.marker,
             AGENTKIT_VAR_DIR=str(self.var),
             AGENTKIT_CONFIG=str(tmp / "agentkit.yaml"),
@@ -94,6 +94,20 @@ class MakeCluster:
             if "daphne" in cmdline and f"-p {port} " in cmdline and "respawn" not in cmdline:
                 return int(pid)
         raise AssertionError(f"no web process on port {port}")
+
+    def worker_pids(self) -> list[int]:
+        """The `rqworker agent` processes (not their respawn loops)."""
+        return [
+            int(line.split(":", 1)[0])
+            for line in processes_with_marker(self.marker)
+            if "rqworker agent" in line and "respawn" not in line
+        ]
+
+    def env_value(self, name: str) -> str:
+        for line in (self.var / "cluster.env").read_text().splitlines():
+            if line.startswith(f"{name}="):
+                return line.split("=", 1)[1]
+        raise KeyError(name)
 
     def ctrl_c(self) -> int:
         os.killpg(self.proc.pid, signal.SIGINT)
