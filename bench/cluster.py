@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -129,6 +130,7 @@ def _stop(cluster: MakeCluster) -> None:
     cluster.ctrl_c()
     for line in processes_with_marker(cluster.marker):
         os.kill(int(line.split(":")[0]), 9)
+    shutil.rmtree(cluster.var, ignore_errors=True)
 
 
 def main() -> dict:

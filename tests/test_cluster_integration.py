@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import time
 
@@ -43,6 +44,7 @@ def cluster(tmp_path):
     print(f"make cluster (exit {started.proc.poll()}):\n{started.output()[-20000:]}")
     for line in processes_with_marker(started.marker):
         os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    shutil.rmtree(started.var, ignore_errors=True)
 
 
 class Socket:
