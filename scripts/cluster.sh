@@ -91,8 +91,13 @@ else
     die "the private PostgreSQL in var/pg is already running (another 'make cluster' of this checkout?). Stop that one first."
   fi
   PG_PORT="$(free_port)"
+  # Every process keeps a connection per thread that touches the database (request threads, the
+  # event writer, heartbeats, reapers): 100, PostgreSQL's default, ran out with 2 web processes,
+  # 4 workers and 100 sockets (bench/cluster.py).
+  PG_MAX_CONNECTIONS="${PG_MAX_CONNECTIONS:-300}"
   "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/postgres.log" -w -t 60 \
-    -o "-p $PG_PORT -k $PG_DIR/run -c listen_addresses=127.0.0.1" start >/dev/null ||
+    -o "-p $PG_PORT -k $PG_DIR/run -c listen_addresses=127.0.0.1 -c max_connections=$PG_MAX_CONNECTIONS" \
+    start >/dev/null ||
     die "PostgreSQL did not start; see var/pg/postgres.log"
   "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U agentkit agentkit 2>/dev/null || true
   export DATABASE_URL="postgres://agentkit@127.0.0.1:$PG_PORT/agentkit"
