@@ -2,10 +2,13 @@
 PORT ?= 8000
 export PORT
 
-.PHONY: run test bench lint install demo
+.PHONY: run cluster test bench lint install demo
 
 run:            ## venv, install, migrate, bootstrap, Redis + RQ worker + Daphne on 127.0.0.1:$(PORT)
 	@bash scripts/run.sh
+
+cluster:        ## PostgreSQL + Redis + WEB web processes on PORT… + WORKERS agent workers + 1 evolution (Procfile)
+	@WEB=$(or $(WEB),2) WORKERS=$(or $(WORKERS),3) bash scripts/cluster.sh
 
 test:           ## ruff, import-linter, the whole test suite (browser tests in their own run)
 	@bash scripts/test.sh

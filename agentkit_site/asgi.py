@@ -27,11 +27,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
-from agentkit_site.serving import settle_heap, tune_websocket_stack  # noqa: E402
+from agentkit_site.serving import settle_heap  # noqa: E402
 from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django set up first)
-
-tune_websocket_stack()  # no per-handshake debug formatting in autobahn (serving.py)
-
 from apps.tasks.reaper import reaping  # noqa: E402
 
 # The reaper (tasks whose process died) runs on the serving loop from the first connection on.

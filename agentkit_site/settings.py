@@ -1,5 +1,6 @@
 """agentkit settings. Everything that differs between machines comes from the environment:
-DATABASE_URL, REDIS_URL, SECRET_KEY, DEBUG, ALLOWED_HOSTS, AGENTKIT_CONFIG."""
+DATABASE_URL, REDIS_URL, SECRET_KEY, DEBUG, ALLOWED_HOSTS, CSRF_TRUSTED_ORIGINS, HTTPS,
+HSTS_*, AGENTKIT_CONFIG, AGENTKIT_EXECUTOR, AGENTKIT_WORKSPACES_DIR."""
 
 from __future__ import annotations
 
@@ -16,7 +17,25 @@ DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# Served over HTTPS behind a proxy that terminates TLS (docs/deployment.md): HTTPS=1 makes the
+# cookies secure, redirects plain HTTP (except /healthz, for load balancers' plain probes), trusts
+# the proxy's X-Forwarded-Proto and sends HSTS (HSTS_SECONDS, default one year).
+HTTPS = env_bool("HTTPS", False)
+if HTTPS:
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = int(os.environ.get("HSTS_SECONDS", 31_536_000))
+    # Only when every subdomain is HTTPS too (docs/deployment.md sets both).
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", False)
+
 AGENTKIT_CONFIG = os.environ.get("AGENTKIT_CONFIG", str(BASE_DIR / "agentkit.yaml"))
+# Overrides agentkit.yaml's executor.kind for this deployment (inline | rq): `make cluster` sets
+# rq in var/cluster.env, so one agentkit.yaml serves `make run` and the cluster (apps/tasks/conf.py).
+AGENTKIT_EXECUTOR = os.environ.get("AGENTKIT_EXECUTOR", "").strip()
 # Where workspaces created by `bootstrap` live (the shipped demo is copied here, never edited
 # in place, so the repository stays clean).
 AGENTKIT_WORKSPACES_DIR = Path(os.environ.get("AGENTKIT_WORKSPACES_DIR", VAR_DIR / "workspaces"))
@@ -114,9 +133,8 @@ if REDIS_URL:
             # for all sockets of a process, which capped delivery at a few hundred events a
             # second (bench/chat_load.py, bench/streaming.py). Pub/Sub keeps nothing for a
             # process that is not listening; consumers catch up from the database (the source
-            # of truth) for anything a layer drops. A consumer's own channel is local only
-            # (agentkit_site/channel_layer.py): sockets receive through groups.
-            "BACKEND": "agentkit_site.channel_layer.GroupsOnlyPubSubLayer",
+            # of truth) for anything a layer drops. channels_redis's own class, unmodified.
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
             "CONFIG": {"hosts": [REDIS_URL]},
         }
     }

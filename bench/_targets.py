@@ -190,6 +190,24 @@ TARGETS: tuple[Target, ...] = (
         164,
         source="issue 28",
     ),
+    Target(
+        "cluster",
+        "make cluster, 2 web: tasks/min with 4 workers vs 1",
+        "scaling_4_vs_1_workers",
+        ">=",
+        3.0,
+        "×",
+        source="issue 29",
+    ),
+    Target(
+        "cluster",
+        "make cluster, 100 sockets on 2 web: first event (p50)",
+        "first_event_p50_s",
+        "<=",
+        0.3,
+        "s",
+        source="issue 29",
+    ),
 )
 
 

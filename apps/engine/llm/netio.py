@@ -16,6 +16,7 @@ the socket (HTTP/1.1, pooling, keep-alive, the httpx API) stays httpx's and http
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
 import ssl
 from collections.abc import Iterable
@@ -23,9 +24,19 @@ from typing import Any
 
 import httpcore
 import httpx
-from httpcore._utils import is_socket_readable
 
 READ_BUFFER_HIGH = 256 * 1024  # past this many unread bytes, stop reading the socket
+
+
+def socket_readable(sock: socket.socket | None) -> bool:
+    """Data or an end of stream waits on the socket (what httpcore asks an idle pooled
+    connection before reusing it: readable means the server closed it or wrote out of turn).
+    A socket that is gone counts as readable, so the pool drops the connection."""
+    if sock is None or sock.fileno() == -1:
+        return True
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class _Connection(asyncio.Protocol):
@@ -197,7 +208,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             if connection.buffer or connection.eof or self._transport.is_closing():
                 return True
             # what the loop has not read yet (a close that arrived since its last poll)
-            return is_socket_readable(self._transport.get_extra_info("socket"))
+            return socket_readable(self._transport.get_extra_info("socket"))
         return None
 
 

@@ -179,3 +179,23 @@ async def test_a_stream_that_stalls_after_its_first_chunks_times_out(llm_server)
     async with Gateway(config) as gateway:
         with pytest.raises(LLMTimeoutError):
             await _collect(gateway, ask())
+
+
+def test_socket_readable_is_true_once_the_peer_wrote_or_closed_and_for_a_gone_socket():
+    """netio.socket_readable (our own poll, not httpcore's private helper)."""
+    import socket
+
+    from apps.engine.llm.netio import socket_readable
+
+    ours, theirs = socket.socketpair()
+    try:
+        assert socket_readable(ours) is False  # idle: reusable
+        theirs.send(b"x")
+        assert socket_readable(ours) is True  # the server wrote out of turn
+        ours.recv(1)
+        theirs.close()
+        assert socket_readable(ours) is True  # the server closed it
+    finally:
+        ours.close()
+    assert socket_readable(ours) is True  # closed here: fileno -1
+    assert socket_readable(None) is True

@@ -1,0 +1,71 @@
+"""The RQ worker of a cluster: `manage.py rqworker agent --worker-class apps.tasks.worker.ReapingWorker`.
+
+RQ's SimpleWorker (a job runs in the worker process itself: one task at a time per worker, its
+heartbeat thread and the job's event loop in the same process), plus one daemon thread for the
+worker's whole life that
+
+- reaps (reaper.py) every REAP_SECONDS, so a task whose worker died — SIGKILL, out of memory,
+  a lost machine — is taken over by another worker within `executor.orphan_after_seconds` plus
+  one round (≈ 25 s with the defaults), also while no job runs here: the job-scoped reaper of
+  jobs.py runs only while this worker has a task;
+- says the worker is alive (`worker_seen`): a Redis sorted set of worker names by their last
+  round, which `/healthz` reads (apps/tasks/health.py). RQ's own worker heartbeat is refreshed
+  only every few minutes while a worker waits for a job.
+
+Exactly once stays the reaper's: every hand-over is a conditional write in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+from rq.worker import SimpleWorker
+
+log = logging.getLogger(__name__)
+
+SEEN_KEY = "agentkit:workers:seen"
+SEEN_FORGET_SECONDS = 3600  # names older than this are dropped from the set
+
+
+def worker_seen(connection, name: str, now: float | None = None) -> None:
+    moment = time.time() if now is None else now
+    pipe = connection.pipeline(transaction=False)
+    pipe.zadd(SEEN_KEY, {name: moment})
+    pipe.zremrangebyscore(SEEN_KEY, "-inf", moment - SEEN_FORGET_SECONDS)
+    pipe.execute()
+
+
+def workers_seen_since(connection, since: float) -> list[str]:
+    return [name.decode() for name in connection.zrangebyscore(SEEN_KEY, since, "+inf")]
+
+
+async def _reap_and_report(connection, name: str) -> None:
+    from apps.tasks.db_threads import install
+    from apps.tasks.reaper import REAP_SECONDS, reap_round
+
+    install()
+    while True:
+        try:
+            await asyncio.to_thread(worker_seen, connection, name)
+        except Exception:  # Redis away: RQ itself will stop this worker soon enough
+            log.warning("worker %s could not report itself to Redis", name, exc_info=True)
+        try:
+            await reap_round()
+        except Exception:
+            log.warning("reaper round failed", exc_info=True)
+        await asyncio.sleep(REAP_SECONDS)
+
+
+class ReapingWorker(SimpleWorker):
+    """SimpleWorker + a reaper thread for the process's life (see the module's docstring)."""
+
+    def work(self, *args, **kwargs):
+        threading.Thread(
+            target=lambda: asyncio.run(_reap_and_report(self.connection, self.name)),
+            name="agentkit-worker-reaper",
+            daemon=True,
+        ).start()
+        return super().work(*args, **kwargs)

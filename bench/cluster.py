@@ -1,0 +1,181 @@
+"""The cluster (issue 29): `make cluster` with 2 web processes and 1, 2 and 4 agent workers, a
+private PostgreSQL and Redis, the fake LLM server (its own process) answering every call after
+200 ms. Each task is a react run of 4 model calls (think -> read_file -> search -> answer) in the
+demo workspace; TASKS tasks (default 200, AGENTKIT_BENCH_CLUSTER_TASKS) are sent by the JSON API,
+alternately to each web process. Figures: tasks per minute per worker count (from the first
+submission to the last task's end) and the scaling 4 vs 1 (target >= 3x); then, on the 4-worker
+cluster, 100 sockets split over the two web processes each send a message at once: the time to
+each socket's first event, p50 and p95 (target p50 <= 0.3 s). With executor rq a task's first
+event waits for a free worker: 100 tasks on 4 one-task-at-a-time workers queue, so that figure
+measures the queue as much as the serving path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+import websockets
+
+from bench._harness import percentile, report
+from tests.fakes.llm_server import running_in_subprocess
+from tests.load_driver import login_cookie
+from tests.support import free_port
+from tests.test_make_cluster import MakeCluster, processes_with_marker
+
+TASKS = int(os.environ.get("AGENTKIT_BENCH_CLUSTER_TASKS", "200"))
+SOCKETS = int(os.environ.get("AGENTKIT_BENCH_CLUSTER_SOCKETS", "100"))
+WORKERS = (1, 2, 4)
+LATENCY_S = 0.2
+SCRIPT = """\
+turns:
+  - match: 'cluster bench'
+    role: user
+    repeat: true
+    text: "Thinking first."
+    tool_calls:
+      - name: think
+        arguments: {thought: "Read the README, then search."}
+  - after_tool: think
+    repeat: true
+    text: "Reading."
+    tool_calls:
+      - name: read_file
+        arguments: {path: README.md}
+  - after_tool: read_file
+    repeat: true
+    text: "Searching."
+    tool_calls:
+      - name: search
+        arguments: {query: slugify}
+  - after_tool: search
+    repeat: true
+    text: "Done: the README and the search agree."
+"""
+
+
+def _config(base_url: str) -> str:
+    return json.dumps(
+        {
+            "models": {"main": {"provider": "openai", "model": "fake", "base_url": base_url}},
+            "evolution": {"enabled": False},
+            "repo_map": {"enabled": False},
+        }
+    )
+
+
+def _final(db_url: str) -> int:
+    with psycopg.connect(db_url, autocommit=True) as db:
+        return db.execute(
+            "select count(*) from tasks_task where status not in ('queued', 'running')"
+        ).fetchone()[0]
+
+
+def _throughput(cluster: MakeCluster, token: str) -> float:
+    auth = {"Authorization": f"Bearer {token}"}
+    db_url = cluster.env_value("DATABASE_URL")
+    started = time.monotonic()
+    with httpx.Client(timeout=60) as client:
+        for i in range(TASKS):
+            port = cluster.port + i % 2
+            created = client.post(
+                f"http://127.0.0.1:{port}/api/tasks",
+                json={"workspace": "demo", "text": f"cluster bench {i}"},
+                headers=auth,
+            )
+            created.raise_for_status()
+    while _final(db_url) < TASKS:
+        if time.monotonic() - started > 3600:
+            raise RuntimeError("the tasks did not finish within an hour")
+        time.sleep(0.25)
+    return TASKS / ((time.monotonic() - started) / 60)
+
+
+async def _first_events(cluster: MakeCluster, cookie: str) -> list[float]:
+    async def one(index: int) -> float:
+        port = cluster.port + index % 2
+        headers = {"Cookie": cookie, "Origin": f"http://127.0.0.1:{port}"}
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port}/ws/chat/", additional_headers=headers
+        ) as socket:
+            sent = time.monotonic()
+            message = {"type": "user_message", "text": f"cluster bench socket {index}"}
+            await socket.send(json.dumps({**message, "client_msg_id": f"b-{index}"}))
+            async for raw in socket:
+                if json.loads(raw).get("seq"):
+                    return time.monotonic() - sent
+        raise RuntimeError("socket closed before its first event")
+
+    async with asyncio.timeout(1800):
+        return await asyncio.gather(*(one(i) for i in range(SOCKETS)))
+
+
+def _cluster(tmp: Path, workers: int, url: str) -> MakeCluster:
+    run = tmp / f"w{workers}"
+    run.mkdir()
+    cluster = MakeCluster(run, free_port(), workers=workers, config=_config(f"{url}/v1"))
+    cluster.wait_healthy(cluster.port, timeout=600)
+    cluster.wait_healthy(cluster.port + 1, timeout=120)
+    return cluster
+
+
+def _stop(cluster: MakeCluster) -> None:
+    cluster.ctrl_c()
+    for line in processes_with_marker(cluster.marker):
+        os.kill(int(line.split(":")[0]), 9)
+    shutil.rmtree(cluster.var, ignore_errors=True)
+
+
+def main() -> dict:
+    per_minute: dict[str, float] = {}
+    latencies: list[float] = []
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name:
+        script = Path(tmp_name) / "script.yaml"
+        script.write_text(SCRIPT)
+        with running_in_subprocess(script=script, ttft=LATENCY_S) as url:
+            for workers in WORKERS:
+                cluster = _cluster(Path(tmp_name), workers, url)
+                try:
+                    made = cluster.manage("create_api_token", "admin")
+                    token = made.stdout.strip().splitlines()[-1]
+                    per_minute[str(workers)] = round(_throughput(cluster, token), 1)
+                    if workers == max(WORKERS):
+                        base = f"http://127.0.0.1:{cluster.port}"
+                        cookie = login_cookie(base, "admin", "correct-horse-battery")
+                        latencies = asyncio.run(_first_events(cluster, cookie))
+                finally:
+                    _stop(cluster)
+    scaling = per_minute[str(max(WORKERS))] / per_minute["1"]
+    figures = {
+        "tasks": TASKS,
+        "model_calls_per_task": 4,
+        "model_latency_ms": LATENCY_S * 1000,
+        "web_processes": 2,
+        "tasks_per_minute": per_minute,
+        "scaling_4_vs_1_workers": round(scaling, 2),
+        "sockets": SOCKETS,
+        "first_event_p50_s": round(percentile(latencies, 0.5), 3),
+        "first_event_p95_s": round(percentile(latencies, 0.95), 3),
+        "load_average_1min_before": round(load_before, 2),
+        "load_average_1min_after": round(os.getloadavg()[0], 2),
+    }
+    rows = [(f"{w} worker(s)", f"{per_minute[str(w)]} tasks/min") for w in WORKERS]
+    rows += [
+        ("scaling 4 vs 1 workers", f"{scaling:.2f}x (target >= 3x)"),
+        (f"first event, {SOCKETS} sockets, p50", f"{figures['first_event_p50_s']} s"),
+        (f"first event, {SOCKETS} sockets, p95", f"{figures['first_event_p95_s']} s"),
+    ]
+    report("cluster", figures, table=rows)
+    return figures
+
+
+if __name__ == "__main__":
+    main()
