@@ -196,7 +196,7 @@ def test_layout_fits_the_screen_and_keeps_the_composer_visible(
     assert messages.evaluate("m => getComputedStyle(m).overflowY") == "auto"
     page.screenshot(path=str(artifacts / f"chat-{width}px.png"))
     if width == 360:
-        page.get_by_role("button", name="☰ Tasks").click()
+        page.get_by_role("button", name="☰ Chats").click()
         expect(page.locator("#task-search")).to_be_focused()
         page.wait_for_timeout(300)  # the drawer's slide-in
         assert no_horizontal_overflow(page)

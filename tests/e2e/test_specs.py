@@ -44,7 +44,7 @@ def test_reject_with_feedback_then_confirm_the_revision_runs_to_completion(
     task = send(page, GOAL)
     first = task.locator('.spec-card[data-revision="1"]')
     expect(first).to_be_visible(timeout=30_000)
-    expect(task.locator("[data-role=status]")).to_have_text("awaiting review")
+    expect(task.locator("[data-role=status]")).to_have_text("Waiting for your review")
     expect(first.locator(".spec-goal")).to_contain_text("Fix slugify")
     expect(first.locator("[data-phase-id]")).to_have_count(2)
     expect(first.locator('[data-phase-id="fix"]')).to_contain_text("after: read")
