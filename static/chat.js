@@ -16,7 +16,7 @@
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
   // States in which nothing runs on the server: no thinking indicator, no running clock.
   const IDLE = ["queued", "awaiting_review", "parked"];
-  const COMPOSER_EVENTS = ["spec_review_request", "spec_review_resolved", "task_started", "task_finished"];
+  const COMPOSER_EVENTS = ["spec_review_request", "spec_review_resolved", "task_started", "task_waiting", "task_finished"];
   const STREAM_RENDER_MS = 80;  // a streaming bubble re-renders at most this often
   const THINKING_AFTER_MS = 700;
   const providers = JSON.parse(($("#model-providers") || {}).textContent || "{}");
@@ -339,7 +339,7 @@
       if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
     }
     leaveLane(view, lane, ev);
-    if (COMPOSER_EVENTS.includes(ev.type)) composerMode();
+    if (COMPOSER_EVENTS.includes(ev.type)) { composerMode(); refreshHistorySoon(); }
     if (ev.type === "task_started") state.forceScroll = true;
     scheduleScroll();
   }
@@ -404,6 +404,8 @@
     started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
     decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
     startNew() {
+      navigation += 1;  // an open still loading is dropped
+      state.chose = true;  // the sidebar's first load opens nothing now
       this.current = null;
       for (const node of [...messages.children]) node.remove();
       state.current = null;
@@ -494,6 +496,8 @@
 
   // ── history (sidebar.js renders the list; these are the hooks it calls) ──────────────────────
   function refreshHistory() { if (window.agentkitSidebar) window.agentkitSidebar.refresh(); }
+  let historyTimer = null;  // a state change refreshes the sidebar's badges, at most every 300 ms
+  function refreshHistorySoon() { clearTimeout(historyTimer); historyTimer = setTimeout(refreshHistory, 300); }
 
   // ── the thread: the URL names the conversation and the task (?c=<id>#task-<id>); opening a
   // task shows its whole conversation, oldest turn first, and scrolls to the task ──────────────

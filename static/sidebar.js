@@ -23,6 +23,7 @@
   const badge = (status) => el("span", { class: "badge status-" + status, text: SHORT[status] || status });
   let titles = {};     // conversation id -> title (GET /api/conversations)
   let marked = { conversation: null, task: null };
+  let renaming = false;
 
   async function refresh() {
     const q = search.value.trim();
@@ -31,14 +32,14 @@
         fetch("/api/tasks" + (q ? "?q=" + encodeURIComponent(q) : ""), { credentials: "same-origin" }),
         fetch("/api/conversations", { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).catch(() => null),
       ]);
-      if (!resp.ok) return;
+      if (!resp.ok || renaming) return;  // a title being edited is not redrawn away
       const data = await resp.json();
       if (convs) titles = Object.fromEntries(convs.conversations.map((c) => [c.id, c.title]));
       draw(data.tasks, q);
       if (first) {
         first = false;
         for (const t of data.tasks) chat.state.maxTaskId = Math.max(chat.state.maxTaskId || 0, t.id);
-        if (!chat.state.openedFromHash && data.tasks.length && !chat.state.current && !chat.state.awaitingNew && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
+        if (!chat.state.openedFromHash && !chat.state.chose && data.tasks.length && !chat.state.current && !chat.state.awaitingNew && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
       }
     } catch (err) { /* offline: keep the old list */ }
   }
@@ -88,6 +89,7 @@
   function renameButton(id, title) {
     const button = el("button", { type: "button", class: "link rename", "aria-label": "Rename conversation “" + title + "”", title: "Rename", text: "✎" });
     button.addEventListener("click", () => {
+      renaming = true;
       const input = el("input", { type: "text", class: "rename-input", "aria-label": "Conversation title", maxlength: "200" });
       input.value = title;
       const row = button.parentElement;
@@ -99,6 +101,7 @@
       const finish = async (save) => {
         if (done) return;
         done = true;
+        renaming = false;
         const text = input.value.trim();
         if (save && text && text !== title) {
           const resp = await fetch("/api/conversations/" + id, {

@@ -135,7 +135,34 @@ def test_changes_panel_shows_the_demo_fix_and_revert_restores_the_file(
         and "+" not in slug.read_text().split("re.sub(")[1][:20]
     )
     expect(panel.locator("[data-role=revert-status]")).to_contain_text("Reverted: textkit/slug.py")
+    # The panel says what is left, not the old count.
+    expect(panel.locator("[data-role=changes-summary]")).to_have_text(
+        "Nothing left: every change of this task is reverted"
+    )
     page.screenshot(path=str(artifacts / "chat-changes-reverted.png"), full_page=False)
+
+    # A later task makes the identical edit: the earlier task does not claim it, and its
+    # Revert names the later task instead of offering to undo it.
+    send(page, "fix the failing test in tests/test_slug.py", mode="react")
+    later = page.locator("article.task").last
+    expect(later.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    later_id = later.get_attribute("data-task-id")
+    assert 'r"[^a-zA-Z0-9]+"' in slug.read_text()
+    task.get_by_role("button", name="Changes").click()  # close, then open afresh
+    task.get_by_role("button", name="Changes").click()
+    expect(file.locator("[data-role=change-state]")).to_have_text("changed by a later task")
+    expect(file.locator("[data-role=change-note]")).to_contain_text(f"task #{later_id}")
+    expect(file.get_by_role("button", name="Revert textkit/slug.py")).to_have_count(0)
+    refused = page.evaluate(
+        f"""fetch('/api/tasks/{task.get_attribute("data-task-id")}/revert', {{method: 'POST',
+        headers: {{'Content-Type': 'application/json', 'X-CSRFToken': window.agentkitCsrf()}},
+        body: JSON.stringify({{path: 'textkit/slug.py'}})}}).then(r => r.json())"""
+    )
+    assert f"task #{later_id}" in refused["error"]["message"]
+    page.evaluate(  # leave the demo file as the other tests expect it
+        f"""fetch('/api/tasks/{later_id}/revert', {{method: 'POST', headers: {{'Content-Type':
+        'application/json', 'X-CSRFToken': window.agentkitCsrf()}}, body: '{{}}'}})"""
+    )
 
 
 def test_a_rejected_message_stays_in_the_box_with_the_reason(page: Page, server, artifacts):

@@ -49,6 +49,7 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
 ):
     page.set_viewport_size({"width": width, "height": 760})
     log_in(page, server)
+    page.get_by_role("button", name="New conversation").click()
     expect(page.locator(".empty-chat .example")).to_have_count(3)  # example prompts
     expect(page.locator("#mode option:checked")).to_have_text("Agent")
     expect(page.locator("#composer-limit")).to_contain_text("Shift+Enter adds a line")
@@ -168,9 +169,9 @@ def test_a_spec_waiting_for_review_says_so_and_takes_the_box_as_feedback(
     expect(task.locator("[data-role=steps]")).to_be_hidden()  # no "step 0"
     if width == 360:
         page.get_by_role("button", name="☰ Chats").click()
-    expect(page.locator("#task-history li.conversation").first.locator(".badge")).to_have_text(
-        "review"
-    )
+    expect(
+        page.locator("#task-history li.conversation").first.locator(".conversation-head-row .badge")
+    ).to_have_text("review")
     if width == 360:
         page.get_by_role("button", name="Close").click()
     # The box offers to send its text as feedback on the spec: the planner revises it.
