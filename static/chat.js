@@ -4,13 +4,13 @@
 // Other unknown types are ignored. The socket reconnects with backoff and
 // resumes each task from the last seq it saw, so a reload or a dropped connection never loses or
 // repeats an event. Answers are Markdown (markdown.js), re-rendered per bubble and throttled while
-// they stream, so the page's cost does not grow with the number of events on it.
+// they stream, so the page's cost does not grow with the number of events on it. The thread and
+// the URL live in thread.js, the message box in composer.js, tool card summaries in cards.js.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
   const box = $("#message");
-  const sendButton = $("#send");
   const composer = $("#composer");
   const composerError = $("#composer-error");
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
@@ -26,7 +26,8 @@
   window.agentkitFrameMs = [];  // per event: ms from receipt to the next painted frame (bench)
   // Diagnostics and tests: how often the socket reopened, and a way to drop it on purpose.
   window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close(), inject: (ev) => receive(ev) };
-  window.agentkitChat = { state, send, openTask: (id, info) => openTask(id, info, "push"), composerFrame: (f) => f };
+  // thread.js and composer.js add openTask, adopt, showEmpty, modeLabel, composerMode, composerCheck.
+  const chat = window.agentkitChat = { state, send, composerFrame: (f) => f };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -186,7 +187,7 @@
       setStatus(view, "running");
       view.startedAt = Date.parse(ev.ts) || Date.now();
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
-      if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + modeLabel(ev.data.mode) + (ev.data.skill ? " · " + ev.data.skill : "");
+      if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode) + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
       conversations.started(ev);  // issue 13
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
@@ -327,7 +328,7 @@
     if (ev.task_id == null || typeof ev.seq !== "number") return;
     const view = taskView(ev.task_id);
     if (ev.seq <= view.lastSeq) return;  // already shown
-    if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0) && (ev.type === "task_started" || ev.type === "task_waiting")) adopt(view, ev);
+    if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0) && (ev.type === "task_started" || ev.type === "task_waiting")) chat.adopt(view, ev);
     view.lastSeq = ev.seq;
     view.lastEventAt = Date.now();
     view.thinking.hidden = true;
@@ -339,28 +340,11 @@
       if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
     }
     leaveLane(view, lane, ev);
-    if (COMPOSER_EVENTS.includes(ev.type)) { composerMode(); refreshHistorySoon(); }
+    if (COMPOSER_EVENTS.includes(ev.type)) { if (chat.composerMode) chat.composerMode(); refreshHistorySoon(); }
     if (ev.type === "task_started") state.forceScroll = true;
     scheduleScroll();
   }
 
-  // The first event of the task just sent: it joins the thread on screen (a new conversation
-  // when none was), the URL names it (a new history entry: Back returns to the task before).
-  function adopt(view, ev) {
-    const sent = state.sent;
-    state.awaitingNew = false;
-    state.sent = null;
-    messages.querySelectorAll(":scope > .pending-task").forEach((n) => n.remove());
-    const conversation = ev.data.conversation || (sent && sent.frame.conversation) || null;
-    if (conversation) conversations.byTask[view.id] = conversation;
-    else lookupConversation(view.id).then((id) => { if (id && state.current === view.id) { conversations.current = id; setUrl(view.id, false); } });
-    if (!conversation || conversation !== conversations.current) for (const node of [...messages.children]) node.remove();
-    conversations.current = conversation;
-    state.current = view.id;
-    attach(view);
-    setUrl(view.id, true);
-    if (window.agentkitSidebar) window.agentkitSidebar.mark(conversation, view.id); else refreshHistory();
-  }
 
   // Follow the stream once per frame (not per event: reading the layout per event costs a
   // whole-pane layout each time), and only when the reader is at the bottom already.
@@ -382,7 +366,7 @@
     const e = (ev.data && ev.data.error_struct) || {};
     const text = "[" + (e.error_code || "error") + "] " + (e.message || "");
     if (state.sent && (ev.task_id == null)) {
-      if (!box.value.trim()) { box.value = state.sent.text; composerCheck(); }
+      if (!box.value.trim()) { box.value = state.sent.text; chat.composerCheck(); }
       state.sent = null;
       state.awaitingNew = false;
       messages.querySelectorAll(":scope > .pending-task").forEach((n) => n.remove());
@@ -404,13 +388,13 @@
     started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
     decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
     startNew() {
-      navigation += 1;  // an open still loading is dropped
+      chat.navigation += 1;  // an open still loading is dropped
       state.chose = true;  // the sidebar's first load opens nothing now
       this.current = null;
       for (const node of [...messages.children]) node.remove();
       state.current = null;
       history.pushState(null, "", "/");
-      showEmpty();
+      chat.showEmpty();
       box.focus();
       refreshHistory();
     },
@@ -499,96 +483,6 @@
   let historyTimer = null;  // a state change refreshes the sidebar's badges, at most every 300 ms
   function refreshHistorySoon() { clearTimeout(historyTimer); historyTimer = setTimeout(refreshHistory, 300); }
 
-  // ── the thread: the URL names the conversation and the task (?c=<id>#task-<id>); opening a
-  // task shows its whole conversation, oldest turn first, and scrolls to the task ──────────────
-  window.agentkitOpenTask = (taskId) => openTask(taskId, null, "push");  // issue 14: errors.js opens a retry
-  let navigation = 0;
-  function setUrl(taskId, push) {
-    const c = conversations.byTask[taskId] || conversations.current;
-    const url = "/" + (c ? "?c=" + c : "") + "#task-" + taskId;
-    if (location.pathname + location.search + location.hash === url) return;
-    if (push) history.pushState({ task: taskId }, "", url); else history.replaceState({ task: taskId }, "", url);
-  }
-  async function lookupConversation(taskId) {
-    const resp = await fetch("/api/tasks/" + taskId, { credentials: "same-origin" }).catch(() => null);
-    if (!resp || !resp.ok) return null;
-    const id = (await resp.json()).conversation || null;
-    if (id) conversations.byTask[taskId] = id;
-    return id;
-  }
-  async function threadTasks(conversation, taskId) {
-    if (!conversation) return [taskId];
-    const resp = await fetch("/api/conversations/" + conversation, { credentials: "same-origin" }).catch(() => null);
-    if (!resp || !resp.ok) return [taskId];
-    const ids = (await resp.json()).tasks.map((t) => t.id);
-    for (const id of ids) conversations.byTask[id] = conversation;
-    return ids.includes(taskId) ? ids : ids.concat([taskId]);
-  }
-  // how: "push" (a new history entry), "replace", or "none" (Back/Forward brought us here)
-  async function openTask(taskId, info, how) {
-    const mine = ++navigation;
-    state.current = taskId;
-    const conversation = (info && info.conversation) || conversations.byTask[taskId] || await lookupConversation(taskId);
-    const ids = await threadTasks(conversation, taskId);
-    if (mine !== navigation) return;  // the reader went elsewhere meanwhile
-    conversations.current = conversation;
-    if (how !== "none") setUrl(taskId, how === "push");
-    for (const node of [...messages.children]) {
-      if (!(node.matches("article.task") && ids.includes(Number(node.dataset.taskId)))) node.remove();
-    }
-    for (const id of ids) {
-      const fresh = !state.tasks[id];
-      const view = taskView(id);
-      if (id === taskId && info && info.mine === false) view.owner = false;
-      if (fresh) send({ type: "resume", task_id: id, after_seq: 0 });
-      attach(view);
-    }
-    const target = state.tasks[taskId];
-    requestAnimationFrame(() => {
-      if (taskId === ids[ids.length - 1]) messages.scrollTop = messages.scrollHeight;
-      else target.root.scrollIntoView({ block: "start" });
-    });
-    if (window.agentkitSidebar) window.agentkitSidebar.mark(conversation, taskId);
-    composerMode();
-  }
-  function openFromUrl(how) {
-    const m = /^#task-(\d+)$/.exec(location.hash);
-    if (!m) { for (const node of [...messages.children]) node.remove(); conversations.current = null; state.current = null; showEmpty(); return false; }
-    const c = Number(new URLSearchParams(location.search).get("c")) || null;
-    openTask(Number(m[1]), c ? { conversation: c } : null, how);
-    return true;
-  }
-  window.addEventListener("popstate", () => openFromUrl("none"));
-
-  // ── the empty page: what the modes do, and a few prompts to start from ───────────────────────
-  const MODES = window.agentkitModes = JSON.parse(($("#mode-labels") || {}).textContent || "{}");  // mode -> [name, one line]
-  function modeLabel(mode) { return (MODES[mode] || [mode])[0]; }
-  window.agentkitModeLabel = modeLabel;
-  const EXAMPLES = [
-    ["Explain what this workspace's code does", "react"],
-    ["Add a function that reverses a string, with a test", "plan_exec"],
-    ["What is the difference between a list and a tuple in Python?", "direct_chat"],
-  ];
-  function showEmpty() {
-    if (messages.querySelector(".empty-chat")) return;
-    const list = el("ul", { class: "examples" });
-    for (const [text, mode] of EXAMPLES) {
-      const b = el("button", { type: "button", class: "example", "data-mode": mode }, el("span", { text }), el("span", { class: "hint", text: modeLabel(mode) }));
-      b.addEventListener("click", () => {
-        box.value = text;
-        const select = $("#mode");
-        if ([...select.options].some((o) => o.value === mode)) select.value = mode;
-        select.dispatchEvent(new Event("change"));
-        composerCheck();
-        box.focus();
-      });
-      list.append(el("li", {}, b));
-    }
-    messages.append(el("div", { class: "empty-chat" },
-      el("h2", { text: "What should the agent do?" }),
-      el("p", { class: "hint", text: "Type below and press Enter. Try one of these:" }), list));
-  }
-
   async function deleteTask(taskId) {
     if (!confirm("Delete task #" + taskId + " and its history? This cannot be undone.")) return;
     const resp = await fetch("/api/tasks/" + taskId, { method: "DELETE", credentials: "same-origin", headers: { "X-CSRFToken": csrfToken() } });
@@ -604,88 +498,7 @@
   function csrfToken() { const m = /(?:^|; )csrftoken=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
   window.agentkitCsrf = csrfToken;
 
-  // ── composer: nothing typed is lost ──────────────────────────────────────────────────────────
-  function composerCheck() {
-    const MAX_CHARS = Number(composer.dataset.maxChars || 0);  // the server's limit, read per check
-    const length = box.value.length;
-    const over = MAX_CHARS && length > MAX_CHARS;
-    sendButton.disabled = !box.value.trim() || over;
-    $("#composer-limit").textContent = (length ? length + " / " : "Up to ") + MAX_CHARS + " characters · Enter sends · Shift+Enter adds a line";
-    if (over) showComposerError("Too long: " + length + " characters, at most " + MAX_CHARS + ". Shorten it or attach the text as a file in the workspace.");
-    else if (composer.classList.contains("has-error") && composerError.dataset.kind === "length") showComposerError("");
-    composerError.dataset.kind = over ? "length" : "";
-  }
-  box.addEventListener("input", composerCheck);
-
-  // While a spec of the thread waits for review, what is typed goes to it as feedback (the
-  // planner revises the spec); "Send as a new turn" queues it as the next turn instead.
-  const asTurn = el("button", { type: "button", class: "link", id: "send-as-turn", hidden: "", text: "Send as a new turn instead" });
-  $(".composer-side").append(asTurn);
-  let forceTurn = false;
-  asTurn.addEventListener("click", () => { forceTurn = true; composer.requestSubmit(); forceTurn = false; });
-  function specAwaitingReview() {
-    for (const view of Object.values(state.tasks)) {
-      if (!view.root.isConnected || view.status !== "awaiting_review") continue;
-      const actions = view.root.querySelector(".spec-card [data-role=spec-actions]");
-      if (actions) return actions.closest(".spec-card");
-    }
-    return null;
-  }
-  function composerMode() {
-    const spec = specAwaitingReview();
-    composer.classList.toggle("feedback-mode", Boolean(spec));
-    sendButton.textContent = spec ? "Send as feedback" : "Send";
-    asTurn.hidden = !spec;
-    box.placeholder = spec ? "Feedback on the spec above: Enter sends it and the planner revises the spec…" : "Describe the task… (Enter sends, Shift+Enter adds a line)";
-  }
-  window.agentkitChat.composerMode = composerMode;
-
-  composer.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const text = box.value.trim();
-    if (!text || sendButton.disabled) return;
-    const spec = !forceTurn && specAwaitingReview();
-    if (spec) {
-      spec.querySelectorAll("[data-role=spec-actions] button").forEach((b) => { b.disabled = true; });
-      send({ type: "spec_review_reply", spec_review_id: spec.dataset.specReviewId, decision: "reject", feedback: text });
-      box.value = "";
-      composerCheck();
-      return;
-    }
-    const skill = $("#skill");
-    let frame = { type: "user_message", text, workspace: $("#workspace").value, mode: $("#mode").value, client_msg_id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() };
-    if (skill && skill.value) frame.skill = skill.value;
-    frame = window.agentkitChat.composerFrame(frame);  // hook: e.g. a conversation id
-    const connecting = state.socket && state.socket.readyState === WebSocket.CONNECTING && window.agentkitSocket.opens === 0;
-    if (!connecting && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) {  // keep it; say why
-      composerError.dataset.offline = "1";
-      showComposerError("Not connected to the server (reconnecting…): your message is kept here; send it again once connected.");
-      return;
-    }
-    state.awaitingNew = true;
-    state.sent = { text: box.value, frame };
-    messages.querySelectorAll(":scope > .empty-chat").forEach((n) => n.remove());
-    const busy = Object.values(state.tasks).some((v) => v.root.isConnected && !FINISHED.includes(v.status));
-    messages.append(el("div", { class: "pending-task", role: "status" },
-      el("div", { class: "bubble user", text }), el("span", { class: "hint", text: busy ? "Queued after the running turn…" : "Starting…" })));
-    state.forceScroll = true;
-    scheduleScroll();
-    showComposerError("");
-    send(frame);
-    box.value = "";
-    composerCheck();
-  });
-  // Enter sends (as in every chat); Shift+Enter adds a line; an IME composition is left alone.
-  box.addEventListener("keydown", (event) => {
-    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
-    event.preventDefault();
-    composer.requestSubmit();
-  });
-
-  const modeSelect = $("#mode");
-  modeSelect.addEventListener("change", () => { $("#mode-description").textContent = (MODES[modeSelect.value] || ["", ""])[1]; });
-  state.openedFromHash = openFromUrl("replace");
-  composerCheck();
-  connect();
-  refreshHistory();
+  window.agentkitOpenTask = (taskId) => chat.openTask(taskId);  // issue 14: errors.js opens a retry
+  Object.assign(chat, { el, taskView, attach, conversations, refreshHistory, scheduleScroll, showComposerError, FINISHED, connect });
+  // thread.js, loaded next, opens what the URL names and connects; composer.js comes after it.
 })();
