@@ -94,7 +94,7 @@
       el("div", { class: "task-meta", "data-role": "meta" },
         el("span", { "data-role": "model", title: "model alias (provider)" }),
         el("span", { "data-role": "steps" }),
-        el("span", { "data-role": "elapsed", text: "0 s" }),
+        el("span", { "data-role": "elapsed" }),
         el("span", { "data-role": "tokens" }),
         el("span", { "data-role": "cache" }),
         el("span", { "data-role": "cost" })));
