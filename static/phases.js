@@ -90,6 +90,7 @@
     ".phase-stepper ol.sub-steps li { padding:0 .4rem; max-width:10rem; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; }",
     ".phase-stepper ol.phases { flex-wrap:wrap; min-width:0; }",
     ".reflection-card .markdown { padding:.4rem .7rem; }",
+    "@media (max-width:760px) { .phase-stepper ol.sub-steps { display:none; } .phase-stepper ol.phases { flex-wrap:nowrap; } .phase-stepper li { padding:.05rem .4rem; } }",
     ".phase-stepper .budgets { color:#667085; }",
     ".note { font-size:.85rem; color:#475467; padding:.2rem .7rem; border-left:3px solid #d0d5dd; margin:.3rem 0; }",
     ".note.violation-note, .note.budget-note { border-left-color:#f79009; color:#93370d; }",
