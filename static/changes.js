@@ -40,7 +40,7 @@
     return data;
   }
 
-  const STATE_TEXT = { applied: "changed by this task", reverted: "reverted", changed_since: "changed since: revert by hand", created: "created by this task" };
+  const STATE_TEXT = { applied: "changed by this task", reverted: "reverted", changed_since: "changed since: revert by hand", changed_later: "changed by a later task", created: "created by this task" };
 
   async function load(view, panel) {
     panel.replaceChildren(el("p", { class: "hint", text: "Loading changes…" }));
@@ -50,7 +50,12 @@
       return;
     }
     const status = el("p", { class: "hint", role: "status", "data-role": "revert-status" });
-    const head = el("div", { class: "changes-head" }, el("h4", { text: data.files.length + " file" + (data.files.length === 1 ? "" : "s") + " changed" }));
+    // What is left: the files whose changes are still there; reverted ones are listed apart.
+    const left = data.files.filter((f) => f.state !== "reverted").length;
+    const reverted = data.files.length - left;
+    const summary = left === 0 ? "Nothing left: every change of this task is reverted"
+      : left + " file" + (left === 1 ? "" : "s") + " changed" + (reverted ? " · " + reverted + " reverted" : "");
+    const head = el("div", { class: "changes-head" }, el("h4", { "data-role": "changes-summary", text: summary }));
     if (data.files.some((f) => f.revertible)) {
       const all = el("button", { type: "button", class: "danger", "data-role": "revert-all", text: "Revert all" });
       all.addEventListener("click", () => revert(view, panel, null, status));
@@ -66,8 +71,9 @@
         b.addEventListener("click", () => revert(view, panel, f.path, status));
         fileHead.append(b);
       }
-      const body = el("div", { class: "change-diff" }, el("div", { class: "diff-unified" }, window.agentkitDiffView(f.diff)), sideBySide(f.diff));
-      panel.append(el("section", { class: "change-file", "data-path": f.path }, fileHead, f.note ? el("p", { class: "hint", text: f.note }) : null, body));
+      let body = el("div", { class: "change-diff" }, el("div", { class: "diff-unified" }, window.agentkitDiffView(f.diff)), sideBySide(f.diff));
+      if (f.state === "reverted") body = el("details", { class: "reverted-diff" }, el("summary", { text: "the reverted change" }), body);
+      panel.append(el("section", { class: "change-file", "data-path": f.path, "data-state": f.state }, fileHead, f.note ? el("p", { class: "hint", "data-role": "change-note", text: f.note }) : null, body));
     }
   }
 

@@ -4,16 +4,19 @@
 // Other unknown types are ignored. The socket reconnects with backoff and
 // resumes each task from the last seq it saw, so a reload or a dropped connection never loses or
 // repeats an event. Answers are Markdown (markdown.js), re-rendered per bubble and throttled while
-// they stream, so the page's cost does not grow with the number of events on it.
+// they stream, so the page's cost does not grow with the number of events on it. The thread and
+// the URL live in thread.js, the message box in composer.js, tool card summaries in cards.js.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
   const box = $("#message");
-  const sendButton = $("#send");
   const composer = $("#composer");
   const composerError = $("#composer-error");
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
+  // States in which nothing runs on the server: no thinking indicator, no running clock.
+  const IDLE = ["queued", "awaiting_review", "parked"];
+  const COMPOSER_EVENTS = ["spec_review_request", "spec_review_resolved", "task_started", "task_waiting", "task_finished"];
   const STREAM_RENDER_MS = 80;  // a streaming bubble re-renders at most this often
   const THINKING_AFTER_MS = 700;
   const providers = JSON.parse(($("#model-providers") || {}).textContent || "{}");
@@ -23,7 +26,8 @@
   window.agentkitFrameMs = [];  // per event: ms from receipt to the next painted frame (bench)
   // Diagnostics and tests: how often the socket reopened, and a way to drop it on purpose.
   window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close(), inject: (ev) => receive(ev) };
-  window.agentkitChat = { state, send, openTask: (id) => openTask(id), composerFrame: (f) => f };
+  // thread.js and composer.js add openTask, adopt, showEmpty, modeLabel, composerMode, composerCheck.
+  const chat = window.agentkitChat = { state, send, composerFrame: (f) => f };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -89,8 +93,8 @@
           el("button", { class: "link danger", type: "button", "data-role": "delete", text: "Delete", hidden: "", "aria-label": "Delete task " + taskId }))),
       el("div", { class: "task-meta", "data-role": "meta" },
         el("span", { "data-role": "model", title: "model alias (provider)" }),
-        el("span", { "data-role": "steps", text: "step 0" }),
-        el("span", { "data-role": "elapsed", text: "0 s" }),
+        el("span", { "data-role": "steps" }),
+        el("span", { "data-role": "elapsed" }),
         el("span", { "data-role": "tokens" }),
         el("span", { "data-role": "cache" }),
         el("span", { "data-role": "cost" })));
@@ -101,9 +105,6 @@
     const thinking = el("div", { class: "thinking", "data-role": "thinking", role: "status", hidden: "", text: "thinking…" });
     const footer = el("footer", { class: "task-footer", "data-role": "usage" });
     root.append(header, body, thinking, footer);
-    // Tasks are shown in the order they were created, whichever was opened first.
-    const later = [...messages.querySelectorAll(":scope > article.task")].find((a) => Number(a.dataset.taskId) > taskId);
-    messages.insertBefore(root, later || null);
     view = state.tasks[taskId] = {
       id: taskId, root, header, body, thinking, footer, lastSeq: 0, text: null, cards: {}, streamedSteps: new Set(),
       status: "queued", startedAt: null, finishedAt: null, lastEventAt: 0, editedFiles: 0,
@@ -112,28 +113,31 @@
     return view;
   }
 
-  // The pane shows one task at a time: the one opened from the history, or the one just sent.
-  // Other tasks keep their (detached) views up to date, so switching back costs nothing.
-  function showOnly(view) {
-    for (const node of [...messages.children]) if (!view || node !== view.root) node.remove();
-    if (view && !view.root.isConnected) messages.append(view.root);
-    if (view) state.current = view.id;
-  }
-  function showPending() {
-    showOnly(null);
-    messages.append(el("div", { class: "pending-task", role: "status", text: "Starting the task…" }));
+  // The pane shows one conversation (thread.js): its turns in the order they were created.
+  // Tasks of other conversations keep their (detached) views up to date, so switching back costs
+  // nothing.
+  function attach(view) {
+    if (view.root.isConnected) return;
+    const later = [...messages.querySelectorAll(":scope > article.task")].find((a) => Number(a.dataset.taskId) > view.id);
+    messages.insertBefore(view.root, later || messages.querySelector(":scope > .pending-task"));
   }
 
   function meta(view, role, text) { view.header.querySelector("[data-role=" + role + "]").textContent = text; }
 
   function setStatus(view, status) {
     view.status = status;
+    view.root.dataset.status = status;
     const badge = view.root.querySelector("[data-role=status]");
-    badge.textContent = (window.agentkitStatusLabel || String)(status);
+    badge.textContent = status === "queued" && view.waitingFor ? "waiting for task #" + view.waitingFor
+      : (window.agentkitStatusLabel || String)(status);
     badge.className = "badge status-" + status;
     const finished = FINISHED.includes(status);
-    view.root.querySelector("[data-role=stop]").hidden = finished;
-    if (finished) view.thinking.hidden = true;
+    const stop = view.root.querySelector("[data-role=stop]");
+    stop.hidden = finished;
+    if (!stop.disabled) stop.textContent = status === "queued" ? "Cancel" : "Stop";
+    if (finished || IDLE.includes(status)) view.thinking.hidden = true;
+    // A finished turn's tool cards fold away: the thread reads as questions and answers.
+    if (finished) view.body.querySelectorAll(":scope > details.tool-card[open]").forEach((d) => { d.open = false; });
     view.root.querySelector("[data-role=delete]").hidden = !finished || view.owner === false;
     view.root.querySelector("[data-role=changes]").hidden = !(finished && view.editedFiles);
   }
@@ -165,21 +169,27 @@
 
   const render = {
     task_waiting(view, ev) {
-      // Another run changes this workspace now (one writer per workspace): queued until it ends.
+      // Another run changes this workspace now (one writer per workspace; the turn before in
+      // this conversation, or another conversation's): queued until it ends, cancellable.
+      view.waitingFor = ev.data.waiting_for || null;
       setStatus(view, "queued");
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
-      view.body.append(el("div", { class: "bubble notice waiting", role: "status", text: ev.data.reason || "waiting for the workspace" }));
-      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; conversations.follow(ev.task_id); refreshHistory(); }
+      const cancel = el("button", { type: "button", class: "stop", "data-role": "cancel-queued", text: "Cancel", "aria-label": "Cancel queued task " + view.id });
+      cancel.addEventListener("click", () => { cancel.disabled = true; cancel.textContent = "Cancelling…"; send({ type: "cancel", task_id: view.id }); });
+      const mine = ev.data.waiting_for && state.tasks[ev.data.waiting_for] && state.tasks[ev.data.waiting_for].root.isConnected;
+      view.body.append(el("div", { class: "bubble notice waiting", role: "status", "data-role": "queued-notice" },
+        el("span", { text: "Queued: " + (mine ? "starts when the turn above (task #" + ev.data.waiting_for + ") ends." : (ev.data.reason || "waiting for the workspace") + "; starts when it ends.") + " " }), cancel));
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     task_started(view, ev) {
+      view.waitingFor = null;
+      view.body.querySelectorAll("[data-role=cancel-queued]").forEach((b) => b.remove());
       setStatus(view, "running");
       view.startedAt = Date.parse(ev.ts) || Date.now();
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
-      if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + ev.data.mode + (ev.data.skill ? " · " + ev.data.skill : "");
+      if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode) + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
       conversations.started(ev);  // issue 13
-      if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0)) { showOnly(view); state.awaitingNew = false; state.sent = null; conversations.follow(ev.task_id); refreshHistory(); }
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     token(view, ev) {
@@ -212,10 +222,14 @@
     tool_call(view, ev) {
       if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // text after a tool call starts a new bubble
       const args = JSON.stringify(ev.data.arguments || {}, null, 2);
-      const card = el("details", { class: "tool-card", "data-tool": ev.data.name || "" },
-        el("summary", {}, el("span", { class: "tool-name", text: ev.data.name || "tool" }), el("span", { class: "tool-state", text: "running…" })),
+      const what = window.agentkitCards ? window.agentkitCards.call(ev.data.name, ev.data.arguments) : "";
+      const card = el("details", { class: "tool-card", "data-tool": ev.data.name || "", open: "" },
+        el("summary", {}, el("span", { class: "tool-name", text: ev.data.name || "tool" }),
+          el("span", { class: "tool-what", "data-role": "tool-what", text: what }),
+          el("span", { class: "tool-state", text: "running…" })),
         el("div", { class: "tool-section" }, el("div", { class: "label", text: "arguments" }), el("pre", { class: "args", text: args })));
       view.body.append(card);
+      card.toolArgs = ev.data.arguments || {};
       view.cards[ev.data.call_id || ev.data.id || ev.seq] = card;
     },
     tool_result(view, ev) {
@@ -223,13 +237,14 @@
       if (!card) return;
       const ok = ev.data.ok !== false;
       card.classList.add(ok ? "ok" : "failed");
-      card.querySelector(".tool-state").textContent = ok ? "done" : "error" + (ev.data.error_code ? " · " + ev.data.error_code : "");
+      const told = window.agentkitCards ? window.agentkitCards.result(ev.data.name, card.toolArgs, ev.data) : { state: ok ? "done" : "error" };
+      card.querySelector(".tool-state").textContent = told.state;
+      if (told.tail) card.querySelector("summary").after(el("div", { class: "tool-section" }, el("div", { class: "label", text: "last lines" }), el("pre", { class: "tail", "data-role": "tail", text: told.tail })));
       const section = el("div", { class: "tool-section" }, el("div", { class: "label", text: ok ? "result" : "error" }));
       const extra = ev.data.data || {};
       if (extra.diff) {
         section.append(diffView(extra.diff));
         view.editedFiles += 1;
-        card.querySelector(".tool-state").textContent += " · " + (extra.path || "edited");
       }
       section.append(toolOutput(ok ? (ev.data.output || "") : ((ev.data.error || "") + (ev.data.output ? "\n" + ev.data.output : ""))));
       card.append(section);
@@ -313,21 +328,23 @@
     if (ev.task_id == null || typeof ev.seq !== "number") return;
     const view = taskView(ev.task_id);
     if (ev.seq <= view.lastSeq) return;  // already shown
+    if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0) && (ev.type === "task_started" || ev.type === "task_waiting")) chat.adopt(view, ev);
     view.lastSeq = ev.seq;
     view.lastEventAt = Date.now();
     view.thinking.hidden = true;
     (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
-    if (typeof ev.data.step === "number") meta(view, "steps", "step " + ev.data.step);
+    if (typeof ev.data.step === "number" && ev.data.step > 0) meta(view, "steps", "step " + ev.data.step);
     if (ev.type !== "task_finished" && ev.data.usage) showUsage(view, ev.data.usage, ev.data.cost);
     const lane = enterLane(view, ev);
     for (const handler of [render[ev.type], window.agentkitRenderers[ev.type]]) {
       if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
     }
     leaveLane(view, lane, ev);
+    if (COMPOSER_EVENTS.includes(ev.type)) { if (chat.composerMode) chat.composerMode(); refreshHistorySoon(); }
     if (ev.type === "task_started") state.forceScroll = true;
     scheduleScroll();
-    if (state.current === ev.task_id && location.hash !== "#task-" + ev.task_id) history.replaceState(null, "", "#task-" + ev.task_id);
   }
+
 
   // Follow the stream once per frame (not per event: reading the layout per event costs a
   // whole-pane layout each time), and only when the reader is at the bottom already.
@@ -349,10 +366,10 @@
     const e = (ev.data && ev.data.error_struct) || {};
     const text = "[" + (e.error_code || "error") + "] " + (e.message || "");
     if (state.sent && (ev.task_id == null)) {
-      if (!box.value.trim()) { box.value = state.sent.text; composerCheck(); }
+      if (!box.value.trim()) { box.value = state.sent.text; chat.composerCheck(); }
       state.sent = null;
       state.awaitingNew = false;
-      showOnly(state.tasks[state.previous] || null);
+      messages.querySelectorAll(":scope > .pending-task").forEach((n) => n.remove());
       showComposerError(text);
       return;
     }
@@ -369,14 +386,17 @@
     current: null,          // conversation id that new messages continue; null = start a new one
     byTask: {},             // task id -> conversation id
     started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
-    follow(taskId) { this.current = this.byTask[taskId] || null; },
     decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
     startNew() {
+      chat.navigation += 1;  // an open still loading is dropped
+      state.chose = true;  // the sidebar's first load opens nothing now
       this.current = null;
-      showOnly(null);
+      for (const node of [...messages.children]) node.remove();
       state.current = null;
-      messages.append(el("div", { class: "conversation-divider", role: "status", text: "New conversation" }));
+      history.pushState(null, "", "/");
+      chat.showEmpty();
       box.focus();
+      refreshHistory();
     },
     percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
     usageFooter(view, ev) {
@@ -417,7 +437,7 @@
   setInterval(() => {
     const now = Date.now();
     for (const view of Object.values(state.tasks)) {
-      if (FINISHED.includes(view.status) || !view.lastEventAt) continue;
+      if (FINISHED.includes(view.status) || IDLE.includes(view.status) || !view.lastEventAt) continue;
       tickClock(view);
       view.thinking.hidden = now - view.lastEventAt < THINKING_AFTER_MS;
     }
@@ -460,19 +480,8 @@
 
   // ── history (sidebar.js renders the list; these are the hooks it calls) ──────────────────────
   function refreshHistory() { if (window.agentkitSidebar) window.agentkitSidebar.refresh(); }
-
-  window.agentkitOpenTask = (taskId) => openTask(taskId);  // issue 14: errors.js opens a retry
-  function openTask(taskId, info) {
-    state.current = taskId;
-    const fresh = !state.tasks[taskId];
-    const view = taskView(taskId);
-    if (info && info.mine === false) view.owner = false;
-    conversations.follow(taskId);  // issue 13
-    if (fresh) send({ type: "resume", task_id: taskId, after_seq: 0 });
-    showOnly(view);
-    messages.scrollTop = 0;
-    history.replaceState(null, "", "#task-" + taskId);
-  }
+  let historyTimer = null;  // a state change refreshes the sidebar's badges, at most every 300 ms
+  function refreshHistorySoon() { clearTimeout(historyTimer); historyTimer = setTimeout(refreshHistory, 300); }
 
   async function deleteTask(taskId) {
     if (!confirm("Delete task #" + taskId + " and its history? This cannot be undone.")) return;
@@ -489,50 +498,7 @@
   function csrfToken() { const m = /(?:^|; )csrftoken=([^;]+)/.exec(document.cookie); return m ? decodeURIComponent(m[1]) : ""; }
   window.agentkitCsrf = csrfToken;
 
-  // ── composer: nothing typed is lost ──────────────────────────────────────────────────────────
-  function composerCheck() {
-    const MAX_CHARS = Number(composer.dataset.maxChars || 0);  // the server's limit, read per check
-    const length = box.value.length;
-    const over = MAX_CHARS && length > MAX_CHARS;
-    sendButton.disabled = !box.value.trim() || over;
-    $("#composer-limit").textContent = (length ? length + " / " : "Up to ") + MAX_CHARS + " characters · Ctrl+Enter sends";
-    if (over) showComposerError("Too long: " + length + " characters, at most " + MAX_CHARS + ". Shorten it or attach the text as a file in the workspace.");
-    else if (composer.classList.contains("has-error") && composerError.dataset.kind === "length") showComposerError("");
-    composerError.dataset.kind = over ? "length" : "";
-  }
-  box.addEventListener("input", composerCheck);
-
-  composer.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const text = box.value.trim();
-    if (!text || sendButton.disabled) return;
-    const skill = $("#skill");
-    let frame = { type: "user_message", text, workspace: $("#workspace").value, mode: $("#mode").value, client_msg_id: crypto.randomUUID ? crypto.randomUUID() : String(Date.now()) + Math.random() };
-    if (skill && skill.value) frame.skill = skill.value;
-    frame = window.agentkitChat.composerFrame(frame);  // hook: e.g. a conversation id
-    const connecting = state.socket && state.socket.readyState === WebSocket.CONNECTING && window.agentkitSocket.opens === 0;
-    if (!connecting && (!state.socket || state.socket.readyState !== WebSocket.OPEN)) {  // keep it; say why
-      composerError.dataset.offline = "1";
-      showComposerError("Not connected to the server (reconnecting…): your message is kept here; send it again once connected.");
-      return;
-    }
-    state.awaitingNew = true;
-    state.previous = state.current;
-    state.sent = { text: box.value, frame };
-    showPending();
-    showComposerError("");
-    send(frame);
-    box.value = "";
-    composerCheck();
-  });
-  box.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); composer.requestSubmit(); }
-  });
-
-  const fromHash = /^#task-(\d+)$/.exec(location.hash);
-  if (fromHash) { state.current = Number(fromHash[1]); showOnly(taskView(state.current)); }
-  state.openedFromHash = Boolean(fromHash);
-  composerCheck();
-  connect();
-  refreshHistory();
+  window.agentkitOpenTask = (taskId) => chat.openTask(taskId);  // issue 14: errors.js opens a retry
+  Object.assign(chat, { el, taskView, attach, conversations, refreshHistory, scheduleScroll, showComposerError, FINISHED, connect });
+  // thread.js, loaded next, opens what the URL names and connects; composer.js comes after it.
 })();

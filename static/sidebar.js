@@ -1,5 +1,5 @@
-// The chat page's sidebar: task history (date, status, mode, first line; search; grouped by
-// conversation), opening the most recent task on load, and the workspace
+// The chat page's sidebar: the conversations, newest first (title = first message, renamable;
+// the latest turn's state; search over tasks), opening the most recent one on load, and the workspace
 // tools (create from a server directory, upload an archive, reset the demo).
 (function () {
   "use strict";
@@ -18,26 +18,38 @@
     return today ? d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : d.toLocaleDateString([], { month: "short", day: "numeric" });
   }
 
+  // The badge says the state in one word; "review" = a spec waits for you.
+  const SHORT = { awaiting_review: "review", gave_up_after_reflections: "gave up" };
+  const badge = (status) => el("span", { class: "badge status-" + status, text: SHORT[status] || status });
+  let titles = {};     // conversation id -> title (GET /api/conversations)
+  let marked = { conversation: null, task: null };
+  let renaming = false;
+
   async function refresh() {
     const q = search.value.trim();
     try {
-      const resp = await fetch("/api/tasks" + (q ? "?q=" + encodeURIComponent(q) : ""), { credentials: "same-origin" });
-      if (!resp.ok) return;
+      const [resp, convs] = await Promise.all([
+        fetch("/api/tasks" + (q ? "?q=" + encodeURIComponent(q) : ""), { credentials: "same-origin" }),
+        fetch("/api/conversations", { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).catch(() => null),
+      ]);
+      if (!resp.ok || renaming) return;  // a title being edited is not redrawn away
       const data = await resp.json();
+      if (convs) titles = Object.fromEntries(convs.conversations.map((c) => [c.id, c.title]));
       draw(data.tasks, q);
       if (first) {
         first = false;
         for (const t of data.tasks) chat.state.maxTaskId = Math.max(chat.state.maxTaskId || 0, t.id);
-        if (!chat.state.openedFromHash && data.tasks.length && !chat.state.current && !chat.state.awaitingNew && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
+        if (!chat.state.openedFromHash && !chat.state.chose && data.tasks.length && !chat.state.current && !chat.state.awaitingNew && !q) chat.openTask(data.tasks[0].id, data.tasks[0]);
       }
     } catch (err) { /* offline: keep the old list */ }
   }
 
-  // One <li class="conversation"> per conversation (a task without one is its own), its turns
-  // oldest first; newest conversations first.
+  // One <li class="conversation"> per conversation, the one with the newest turn first: its
+  // title (the first message unless renamed; Rename edits it), the latest turn's state, and —
+  // for the conversation on screen or when searching — its turns, oldest first.
   function draw(tasks, q) {
     list.replaceChildren();
-    if (!tasks.length) list.append(el("li", { class: "empty", text: q ? "No task matches “" + q + "”." : "No tasks yet." }));
+    if (!tasks.length) list.append(el("li", { class: "empty", text: q ? "No task matches “" + q + "”." : "No conversations yet." }));
     const groups = new Map();
     for (const t of tasks) {
       if (t.conversation && chat.conversations) chat.conversations.byTask[t.id] = t.conversation;
@@ -46,28 +58,90 @@
       groups.get(key).push(t);
     }
     for (const [key, group] of groups) {
-      const inner = el("ul", { class: "conversation-tasks" });
-      for (const t of group.slice().reverse()) inner.append(item(t));
-      list.append(el("li", { class: "conversation", "data-conversation": key }, inner));
+      const latest = group[0], oldest = group[group.length - 1];
+      const id = latest.conversation;
+      const title = (id && titles[id]) || firstLine(oldest.goal);
+      const open = el("a", { href: (id ? "/?c=" + id : "/") + "#task-" + latest.id, class: "history-link conversation-link" },
+        el("span", { class: "history-first", "data-role": "conversation-title", text: title }),
+        el("span", { class: "history-meta" },
+          el("time", { datetime: latest.created_at, text: when(latest.created_at) }),
+          el("span", { text: group.length + (group.length === 1 ? " turn" : " turns") }),
+          badge(latest.status)));
+      open.addEventListener("click", (e) => { e.preventDefault(); go(latest); });
+      const head = el("div", { class: "conversation-head-row" }, open);
+      if (id) head.append(renameButton(id, title));
+      const li = el("li", { class: "conversation", "data-conversation": key }, head);
+      if (q || (id && id === marked.conversation) || (!id && latest.id === marked.task)) {
+        const inner = el("ul", { class: "conversation-tasks" });
+        for (const t of group.slice().reverse()) inner.append(item(t));
+        li.append(inner);
+      }
+      if (id && id === marked.conversation) li.classList.add("current");
+      list.append(li);
     }
   }
 
+  function go(t) {
+    chat.openTask(t.id, t);
+    document.body.classList.remove("sidebar-open");
+  }
+
+  function renameButton(id, title) {
+    const button = el("button", { type: "button", class: "link rename", "aria-label": "Rename conversation “" + title + "”", title: "Rename", text: "✎" });
+    button.addEventListener("click", () => {
+      renaming = true;
+      const input = el("input", { type: "text", class: "rename-input", "aria-label": "Conversation title", maxlength: "200" });
+      input.value = title;
+      const row = button.parentElement;
+      row.querySelector(".conversation-link").hidden = true;
+      button.replaceWith(input);
+      input.focus();
+      input.select();
+      let done = false;
+      const finish = async (save) => {
+        if (done) return;
+        done = true;
+        renaming = false;
+        const text = input.value.trim();
+        if (save && text && text !== title) {
+          const resp = await fetch("/api/conversations/" + id, {
+            method: "PATCH", credentials: "same-origin",
+            headers: { "Content-Type": "application/json", "X-CSRFToken": window.agentkitCsrf() },
+            body: JSON.stringify({ title: text }),
+          }).catch(() => null);
+          if (!resp || !resp.ok) {
+            const body = resp ? await resp.json().catch(() => ({})) : {};
+            alert("Not renamed: " + ((body.error && body.error.message) || "the server did not answer; try again."));
+          }
+        }
+        refresh();
+      };
+      input.addEventListener("keydown", (e) => {
+        if (e.key === "Enter") { e.preventDefault(); finish(true); }
+        if (e.key === "Escape") { e.preventDefault(); finish(false); }
+      });
+      input.addEventListener("blur", () => finish(true));
+    });
+    return button;
+  }
+
   function item(t) {
-    const a = el("a", { href: "#task-" + t.id, class: "history-link" },
+    const a = el("a", { href: (t.conversation ? "/?c=" + t.conversation : "/") + "#task-" + t.id, class: "history-link" },
       el("span", { class: "history-first", text: firstLine(t.goal) }),
       el("span", { class: "history-meta" },
         el("time", { datetime: t.created_at, text: when(t.created_at) }),
-        el("span", { class: "mode", text: t.mode }),
-        el("span", { class: "badge status-" + t.status, text: (window.agentkitStatusLabel || String)(t.status) })));
+        el("span", { class: "mode", title: t.mode, text: window.agentkitModeLabel ? window.agentkitModeLabel(t.mode) : t.mode }),
+        badge(t.status)));
     if (t.id === chat.state.current) a.setAttribute("aria-current", "true");
-    a.addEventListener("click", (e) => {
-      e.preventDefault();
-      chat.openTask(t.id, t);
-      for (const other of list.querySelectorAll("[aria-current]")) other.removeAttribute("aria-current");
-      a.setAttribute("aria-current", "true");
-      document.body.classList.remove("sidebar-open");
-    });
+    a.addEventListener("click", (e) => { e.preventDefault(); go(t); });
     return el("li", { "data-task-id": String(t.id) }, a);
+  }
+
+  // chat.js says which conversation and task are on screen.
+  function mark(conversation, taskId) {
+    const changed = marked.conversation !== conversation || marked.task !== taskId;
+    marked = { conversation, task: taskId };
+    if (changed) refresh();
   }
 
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(refresh, 200); });
@@ -114,6 +188,6 @@
     if (ws) status.textContent = "The demo workspace is restored.";
   });
 
-  window.agentkitSidebar = { refresh };
+  window.agentkitSidebar = { refresh, mark };
   refresh();
 })();

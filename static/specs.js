@@ -63,7 +63,7 @@
     const d = ev.data;
     const spec = d.spec || {};
     const card = el("section", { class: "spec-card", "data-spec-review-id": d.spec_review_id, "data-spec-id": String(d.spec_id), "data-revision": String(d.revision), "aria-label": "Spec revision " + d.revision });
-    card.append(el("h4", { text: "Spec · revision " + d.revision + " · awaiting your review" }),
+    card.append(el("h4", { text: "Spec · revision " + d.revision + " · waiting for your review" }),
       el("div", { class: "spec-goal", text: spec.goal || d.goal || "" }));
     if (spec.summary) card.append(el("div", { class: "spec-summary", text: spec.summary }));
     card.append(el("div", { class: "spec-label", text: "Phases" }));
@@ -113,13 +113,14 @@
   }
 
   const label = window.agentkitStatusLabel || String;
-  const LABELS = { awaiting_review: "awaiting review", parked: "parked" };
+  const LABELS = { awaiting_review: "Waiting for your review", parked: "Parked: confirm the spec to go on" };
   window.agentkitStatusLabel = (status) => LABELS[status] || label(status);
 
   const renderers = window.agentkitRenderers = window.agentkitRenderers || {};
-  const previous = { started: renderers.task_started, finished: renderers.task_finished };
+  const previous = { started: renderers.task_started, finished: renderers.task_finished, request: renderers.spec_review_request };
 
   renderers.spec_review_request = (view, ev) => {
+    if (previous.request) previous.request(view, ev);
     view.body.append(specCard(ev));
     view.text = null;
     view.setStatus("awaiting_review");

@@ -4,10 +4,11 @@ type-filtered list that links to the task's chat view."""
 
 from django.contrib import admin, messages
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from apps.tasks.models import ApiToken, Task, TaskEvent, Workspace
+from apps.tasks.selectors import task_model_label, usage_rows
 from apps.tasks.services import api_token_revoke, task_request_cancel
 
 # The app list sidebar squeezes the task and event lists; the breadcrumbs and home page remain.
@@ -60,7 +61,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "status",
         "mode",
         "skill",
-        "model",
+        "model_display",
         "workspace",
         "user",
         "conversation",
@@ -69,8 +70,8 @@ class TaskAdmin(ReadOnlyAdmin):
         "error",
         "salvage",  # original_error stays with the task's owner (chat page, API)
         "retry_of",
-        "usage",
-        "cost",
+        "usage_table",
+        "cost_display",
         "last_seq",
         "cancel_requested_at",
         "created_at",
@@ -102,6 +103,22 @@ class TaskAdmin(ReadOnlyAdmin):
     @admin.display(description="chat")
     def chat(self, task):
         return chat_link(task.pk)
+
+    @admin.display(description="model")
+    def model_display(self, task):
+        """The model alias the run used (its task_started event), with its provider, as the
+        chat's header shows it."""
+        return task_model_label(task=task)
+
+    @admin.display(description="usage")
+    def usage_table(self, task):
+        rows = usage_rows(task.usage)
+        if not rows:
+            return "-"
+        return format_html(
+            '<table class="usage-table"><tbody>{}</tbody></table>',
+            format_html_join("", "<tr><th>{}</th><td>{}</td></tr>", rows),
+        )
 
     @admin.display(description="events")
     def events_link(self, task):

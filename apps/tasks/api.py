@@ -337,13 +337,17 @@ def conversations(request):
     )
 
 
-@api_view(("GET",))
+@api_view(("GET", "PATCH"))
 def conversation_detail(request, conversation_id: int):
     conversation = selectors.conversation_for_user(
         user=request.user, conversation_id=conversation_id
     )
     if conversation is None:
         return error(404, "not_found", "conversation not found")
+    if request.method == "PATCH":  # {"title": "..."}: rename it
+        services.conversation_rename(
+            conversation=conversation, title=_json_body(request).get("title")
+        )
     return JsonResponse(conversation_payload(conversation))
 
 

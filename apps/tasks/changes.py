@@ -5,7 +5,8 @@ ends, so the lasting record is the task's events: every successful `str_replace_
 carries its unified diff (`data.diff`), and an `undo_edit` the model made cancels the last edit of
 that file. Reverting a file applies the task's diffs in reverse, newest first, and only when the
 file still reads as the task left it (every hunk's new side matches exactly); a file changed since
-is refused with a message, never overwritten. Paths go through the tools' workspace path checks,
+is refused with a message, never overwritten; a file a later task of the workspace changed (its
+edits are in the file now, even an identical one) is refused naming that task. Paths go through the tools' workspace path checks,
 so a revert cannot leave the workspace or write under .git/.
 """
 
@@ -130,9 +131,10 @@ def _apply(text: str, diff: str, *, reverse: bool) -> str:
 
 @dataclass(frozen=True)
 class FileState:
-    state: str  # applied | reverted | changed_since
+    state: str  # applied | reverted | changed_since | changed_later
     revertible: bool
     note: str = ""
+    later_task: int | None = None  # changed_later: the task whose edits are in the file now
 
 
 def _read(wp) -> tuple[str | None, object]:
@@ -158,6 +160,42 @@ def _original(change: FileChange, text: str | None) -> str | None:
 
 
 def file_state(*, task: Task, change: FileChange) -> FileState:
+    """The file's state for this task; a later task of the workspace whose edits of the file are
+    in it now owns those lines (even an identical edit): this task's Revert names that task."""
+    own = _own_state(task=task, change=change)
+    if own.state == "reverted":
+        return own
+    later = later_editor(task=task, path=change.path)
+    if later is None:
+        return own
+    return FileState(
+        "changed_later",
+        False,
+        f"task #{later} changed this file after this task: revert task #{later} first, or "
+        "revert by hand.",
+        later,
+    )
+
+
+def later_editor(*, task: Task, path: str) -> int | None:
+    """The newest later task of the workspace whose edits of `path` are in the file now."""
+    later_ids = set(
+        TaskEvent.objects.filter(
+            task__workspace_id=task.workspace_id,
+            task_id__gt=task.pk,
+            type="tool_result",
+            data__name=EDITOR,
+        ).values_list("task_id", flat=True)
+    )
+    for later_id in sorted(later_ids, reverse=True):
+        later = Task.objects.select_related("workspace").get(pk=later_id)
+        for change in task_changes(task=later):
+            if change.path == path and _own_state(task=later, change=change).state == "applied":
+                return later_id
+    return None
+
+
+def _own_state(*, task: Task, change: FileChange) -> FileState:
     if not change.complete:
         return FileState("applied", False, "The diff was too large to keep whole: revert by hand.")
     try:
@@ -194,6 +232,7 @@ def changes_payload(*, task: Task) -> list[dict]:
                 "state": state.state,
                 "revertible": state.revertible,
                 "note": state.note,
+                "later_task": state.later_task,
             }
         )
     return out

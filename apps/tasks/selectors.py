@@ -198,3 +198,40 @@ def usage_summary(usages, costs=()) -> dict:
 def conversation_usage(*, conversation) -> dict:
     tasks = list(conversation.tasks.all())
     return usage_summary([t.usage for t in tasks], [t.cost for t in tasks])
+
+
+# ── the admin's task page ──────────────────────────────────────────────────────────────────────
+USAGE_LABELS = (
+    ("input_tokens", "input tokens"),
+    ("cache_read_tokens", "of which read from the cache"),
+    ("cache_write_tokens", "written to the cache"),
+    ("output_tokens", "output tokens"),
+    ("llm_calls", "model calls"),
+)
+
+
+def usage_rows(usage) -> list[tuple[str, str]]:
+    """A task's usage as (label, figure) rows, the known keys first; nothing for no usage."""
+    usage = usage if isinstance(usage, dict) else {}
+    known = dict(USAGE_LABELS)
+    rows = [(label, f"{usage[key]:,}") for key, label in USAGE_LABELS if key in usage]
+    rows += [
+        (key.replace("_", " "), str(value))
+        for key, value in sorted(usage.items())
+        if key not in known
+    ]
+    return rows
+
+
+def task_model_label(*, task) -> str:
+    """The model the task ran on, as the chat shows it: "alias (provider)". The alias is the one
+    its task_started event names, else the task's own, else the configured main one."""
+    from apps.tasks.conf import agent_config
+    from apps.tasks.models import TaskEvent
+
+    started = TaskEvent.objects.filter(task=task, type="task_started").order_by("seq").first()
+    alias = (started.data or {}).get("model") if started is not None else None
+    config = agent_config()
+    alias = alias or task.model or config.llm.main
+    model = config.models.get(alias)
+    return f"{alias} ({model.provider})" if model is not None else alias

@@ -275,3 +275,25 @@ def task_retry(*, user, task):
         goal=task.goal,
         retry_of=task,
     )
+
+
+CONVERSATION_TITLE_MAX = 200
+
+
+def conversation_rename(*, conversation, title) -> Conversation:
+    """A new title for a conversation (the sidebar's Rename); its turns and order stay as they
+    are (`updated_at` is left alone, so renaming does not move it to the top)."""
+    if not isinstance(title, str) or not title.strip():
+        raise ApplicationError(
+            "'title' must be a non-empty string: the conversation's new name",
+            {"error_code": "invalid_field"},
+        )
+    title = " ".join(title.split())
+    if len(title) > CONVERSATION_TITLE_MAX:
+        raise ApplicationError(
+            f"'title' is {len(title)} characters; at most {CONVERSATION_TITLE_MAX}",
+            {"error_code": "invalid_field"},
+        )
+    Conversation.objects.filter(pk=conversation.pk).update(title=title)
+    conversation.title = title
+    return conversation

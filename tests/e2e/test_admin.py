@@ -3,6 +3,8 @@ paginated, filtered list linking to the chat."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -85,3 +87,24 @@ def test_task_list_offers_cancel_and_delete_only_and_useful_filters(page: Page, 
     assert page.locator("#result_list").evaluate(fits)  # every column is on screen, no scrolling
     expect(page.get_by_role("link", name="Add task")).to_have_count(0)
     page.screenshot(path=str(artifacts / "admin-task-list.png"), full_page=True)
+
+
+def test_the_task_page_names_the_model_tabulates_usage_and_the_index_links_the_dashboards(
+    page: Page, server, artifacts
+):
+    task_id = server.manage("shell", "-c", MAKE_TASK).stdout.strip().splitlines()[-1]
+    log_in(page, server)
+    page.goto(f"{server.url}/admin/tasks/task/{task_id}/change/")
+    expect(page.locator(".field-model_display .readonly")).to_have_text("main (scripted)")
+    usage = page.locator(".field-usage_table table.usage-table")
+    expect(usage.locator("tr", has_text="input tokens")).to_contain_text("10")
+    expect(page.locator(".field-cost_display .readonly")).to_have_text("$0.5000")
+    page.screenshot(path=str(artifacts / "admin-task-model-usage.png"), full_page=True)
+
+    page.goto(f"{server.url}/admin/")
+    dashboards = page.locator("#agentkit-dashboards")
+    dashboards.get_by_role("link", name="Evolution dashboard").click()
+    expect(page).to_have_url(re.compile(r"/admin/evolution/.+/dashboard/$"))
+    page.go_back()
+    dashboards.get_by_role("link", name="Chat dashboard").click()
+    expect(page).to_have_url(f"{server.url}/dashboard/")

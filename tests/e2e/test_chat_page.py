@@ -50,7 +50,11 @@ def server(tmp_path_factory):
         yield running
 
 
-def send(page: Page, text: str, mode: str | None = None):
+def send(page: Page, text: str, mode: str | None = None, new: bool = True):
+    """Send `text`, in a new conversation unless `new` is False (a follow-up in the thread)."""
+    if new:
+        page.wait_for_function("() => window.agentkitChat && window.agentkitChat.openTask")
+        page.get_by_role("button", name="New conversation").click()
     if mode:
         page.locator("#mode").select_option(mode)
     page.locator("#message").fill(text)
@@ -115,6 +119,7 @@ def test_changes_panel_shows_the_demo_fix_and_revert_restores_the_file(
     send(page, "fix the failing test in tests/test_slug.py", mode="react")
     task = page.locator("article.task").last
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    task = page.locator(f'article.task[data-task-id="{task.get_attribute("data-task-id")}"]')
     assert 'r"[^a-zA-Z0-9]+"' in slug.read_text()
     task.get_by_role("button", name="Changes").click()
     panel = task.locator(".changes-panel")
@@ -135,7 +140,35 @@ def test_changes_panel_shows_the_demo_fix_and_revert_restores_the_file(
         and "+" not in slug.read_text().split("re.sub(")[1][:20]
     )
     expect(panel.locator("[data-role=revert-status]")).to_contain_text("Reverted: textkit/slug.py")
+    # The panel says what is left, not the old count.
+    expect(panel.locator("[data-role=changes-summary]")).to_have_text(
+        "Nothing left: every change of this task is reverted"
+    )
     page.screenshot(path=str(artifacts / "chat-changes-reverted.png"), full_page=False)
+
+    # A later task makes the identical edit: the earlier task does not claim it, and its
+    # Revert names the later task instead of offering to undo it.
+    send(page, "fix the failing test in tests/test_slug.py", mode="react", new=False)
+    expect(page.locator("article.task")).to_have_count(2, timeout=15_000)  # a turn of the thread
+    later = page.locator("article.task").last
+    expect(later.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    later_id = later.get_attribute("data-task-id")
+    assert 'r"[^a-zA-Z0-9]+"' in slug.read_text()
+    task.get_by_role("button", name="Changes").click()  # close, then open afresh
+    task.get_by_role("button", name="Changes").click()
+    expect(file.locator("[data-role=change-state]")).to_have_text("changed by a later task")
+    expect(file.locator("[data-role=change-note]")).to_contain_text(f"task #{later_id}")
+    expect(file.get_by_role("button", name="Revert textkit/slug.py")).to_have_count(0)
+    refused = page.evaluate(
+        f"""fetch('/api/tasks/{task.get_attribute("data-task-id")}/revert', {{method: 'POST',
+        headers: {{'Content-Type': 'application/json', 'X-CSRFToken': window.agentkitCsrf()}},
+        body: JSON.stringify({{path: 'textkit/slug.py'}})}}).then(r => r.json())"""
+    )
+    assert f"task #{later_id}" in refused["error"]["message"]
+    page.evaluate(  # leave the demo file as the other tests expect it
+        f"""fetch('/api/tasks/{later_id}/revert', {{method: 'POST', headers: {{'Content-Type':
+        'application/json', 'X-CSRFToken': window.agentkitCsrf()}}, body: '{{}}'}})"""
+    )
 
 
 def test_a_rejected_message_stays_in_the_box_with_the_reason(page: Page, server, artifacts):
@@ -196,7 +229,7 @@ def test_layout_fits_the_screen_and_keeps_the_composer_visible(
     assert messages.evaluate("m => getComputedStyle(m).overflowY") == "auto"
     page.screenshot(path=str(artifacts / f"chat-{width}px.png"))
     if width == 360:
-        page.get_by_role("button", name="☰ Tasks").click()
+        page.get_by_role("button", name="☰ Chats").click()
         expect(page.locator("#task-search")).to_be_focused()
         page.wait_for_timeout(300)  # the drawer's slide-in
         assert no_horizontal_overflow(page)
@@ -224,7 +257,7 @@ def test_history_search_open_and_delete(page: Page, server, artifacts):
     task = page.locator(f'article.task[data-task-id="{task_id}"]')
     history = page.locator("#task-history")
     entry = history.locator("li[data-task-id]", has_text="a note about zebras")
-    expect(entry).to_contain_text("direct_chat")
+    expect(entry).to_contain_text("Answer")  # the mode by its name
     expect(entry.locator("time")).to_be_visible()
     expect(entry.locator(".badge")).to_have_text("completed")
     page.locator("#task-search").fill("zebras")
@@ -265,6 +298,7 @@ def test_thinking_shows_between_events_and_goes_at_the_end(page: Page, server):
     page.wait_for_function("window.agentkitSocket && window.agentkitSocket.opens >= 1")
     expect(page.locator("#task-history li").first).to_be_visible()
     page.wait_for_timeout(500)  # the page has opened the most recent task by now
+    page.evaluate("window.agentkitOpenTask(987654)")  # a task opened in the pane
     event = {"task_id": 987654, "ts": "2026-01-01T00:00:00Z"}
     started = {**event, "type": "task_started", "seq": 1, "data": {"goal": "g", "model": "main"}}
     page.evaluate("ev => window.agentkitSocket.inject(ev)", started)

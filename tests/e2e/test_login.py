@@ -19,7 +19,7 @@ def log_in(page: Page, server, password: str | None = None) -> None:
 def test_login_lands_on_the_chat_page(page: Page, server, artifacts):
     log_in(page, server)
     expect(page).to_have_url(f"{server.url}/")
-    expect(page.get_by_role("heading", name="Tasks")).to_be_visible()
+    expect(page.get_by_role("heading", name="Conversations")).to_be_visible()
     expect(page.locator("#workspace")).to_contain_text("demo")
     expect(page.locator("#offline-banner")).to_contain_text("offline")
     # the app serves its own static files (no DEBUG, no proxy)

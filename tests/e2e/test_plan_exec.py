@@ -6,6 +6,7 @@ that never passes ends "gave up after reflections" (not "failed") with the log v
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -52,8 +53,13 @@ def test_plan_fails_verification_reflects_retries_and_passes(page: Page, demo_se
 
     stepper = task.locator("[data-role=phases]")
     expect(stepper).to_have_count(1)
-    expect(stepper.locator("li.current")).to_have_text("building")  # the passing round
-    expect(stepper.locator("[data-role=budgets]")).to_contain_text("reflect 0/1")
+    # A completed task: every phase done, none still "current"; budgets in words, with a tooltip.
+    expect(stepper.locator("ol.phases > li.done")).to_have_count(4)
+    expect(stepper.locator("li.current")).to_have_count(0)
+    expect(stepper.locator("[data-role=budgets]")).to_contain_text("0 of 1 retry left")
+    expect(stepper.locator("[data-role=budgets]")).to_have_attribute("title", re.compile("Retries"))
+    stepper.scroll_into_view_if_needed()
+    task.locator(".task-header").screenshot(path=str(artifacts / "chat-stepper-completed.png"))
     cards = task.locator(".verify-card")
     expect(cards).to_have_count(3)
     expect(cards.nth(0)).to_have_class("verify-card failed")
@@ -62,7 +68,7 @@ def test_plan_fails_verification_reflects_retries_and_passes(page: Page, demo_se
     reflection = task.locator(".reflection-card")
     expect(reflection).to_have_count(1)
     expect(reflection.locator("summary")).to_contain_text("Reflection 1")
-    expect(reflection.locator("pre")).to_contain_text("[^a-zA-Z0-9]+")
+    expect(reflection.locator(".markdown")).to_contain_text("a-zA-Z0-9")  # rendered as Markdown
     expect(task.locator(".note.phase-note").first).to_contain_text("planning → building")
     # the reflection comes after the second failed check and before the passing one
     order = task.locator(".verify-card, .reflection-card").evaluate_all(

@@ -44,7 +44,7 @@ def test_reject_with_feedback_then_confirm_the_revision_runs_to_completion(
     task = send(page, GOAL)
     first = task.locator('.spec-card[data-revision="1"]')
     expect(first).to_be_visible(timeout=30_000)
-    expect(task.locator("[data-role=status]")).to_have_text("awaiting review")
+    expect(task.locator("[data-role=status]")).to_have_text("Waiting for your review")
     expect(first.locator(".spec-goal")).to_contain_text("Fix slugify")
     expect(first.locator("[data-phase-id]")).to_have_count(2)
     expect(first.locator('[data-phase-id="fix"]')).to_contain_text("after: read")
@@ -82,7 +82,9 @@ def test_no_decision_in_time_parks_the_task_and_resume_completes_it(
     task = send(page, GOAL)
     card = task.locator(".spec-card").first
     expect(card).to_be_visible(timeout=30_000)
-    expect(task.locator("[data-role=status]")).to_have_text("parked", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text(
+        "Parked: confirm the spec to go on", timeout=30_000
+    )
     expect(card.locator("[data-role=spec-decision]")).to_contain_text("parked")
     expect(card.get_by_role("button", name="Confirm")).to_have_count(0)
     task_id = task.get_attribute("data-task-id")

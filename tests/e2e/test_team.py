@@ -7,6 +7,7 @@ not run again."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -55,7 +56,9 @@ def demo_server(tmp_path):
         yield server
 
 
-def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(page: Page, demo_server):
+def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(
+    page: Page, demo_server, artifacts
+):
     log_in(page, demo_server)
     page.locator("#message").fill("@team fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
@@ -64,14 +67,22 @@ def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(page: Pa
     expect(card).to_contain_text("planner", timeout=30_000)  # the phases' experts
     expect(card).to_contain_text("reviewer")
     board = task.locator("[data-role=team-board]")
-    expect(board.locator("li[data-state=pending]")).to_have_count(3)  # the spec's phases, waiting
+    expect(board.locator("tr[data-state=pending]")).to_have_count(3)  # the spec's phases, waiting
+    expect(board.locator("th")).to_have_text(["Phase", "Expert", "Status", "Time", "Check", ""])
     card.get_by_role("button", name="Confirm").click()
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
-    expect(task.locator(".task-title")).to_contain_text("team_collab")
+    expect(task.locator(".task-title")).to_contain_text("Team")
     for phase in ("analyse", "fix", "review"):
-        expect(board.locator(f"li[data-phase-id={phase}]")).to_have_attribute(
-            "data-state", "completed"
-        )
+        row = board.locator(f"tr[data-phase-id={phase}]")
+        expect(row).to_have_attribute("data-state", "completed")
+        expect(row.locator(".phase-status")).to_have_text("done")
+        expect(row.locator(".phase-duration")).to_have_text(re.compile(r"^\d+ s$|min"))
+    expect(board.locator("tr[data-phase-id=fix] .phase-role")).to_have_text("coder")
+    # The board is a table in the task's sticky header: it stays in view while the body scrolls.
+    assert board.evaluate("b => getComputedStyle(b.closest('.task-header')).position") == "sticky"
+    board.locator("tr[data-phase-id=fix] [data-role=phase-events]").click()
+    expect(task.locator(".note.team-note[data-phase-id=fix]").first).to_be_in_viewport()
+    board.screenshot(path=str(artifacts / "chat-team-board.png"))
     expect(task).to_contain_text(
         "Phase fix (Make every run of non-alphanumeric characters one separator)"
     )
@@ -88,14 +99,14 @@ def test_an_interrupted_team_task_resumes_from_the_page_and_completes(page: Page
     log_in(page, demo_server)
     page.goto(f"{demo_server.url}/#task-{task_id}")
     task = page.locator(f"article.task[data-task-id='{task_id}']")
-    expect(task.locator("[data-role=team-board] li")).to_have_count(3, timeout=15_000)
+    expect(task.locator("[data-role=team-board] tbody tr")).to_have_count(3, timeout=15_000)
     resume = task.locator("button[data-role=resume-task]")
     expect(resume).to_be_visible(timeout=15_000)
     resume.click()
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
     board = task.locator("[data-role=team-board]")
     for phase in ("plan", "fix", "review"):
-        expect(board.locator(f"li[data-phase-id={phase}]")).to_have_attribute(
+        expect(board.locator(f"tr[data-phase-id={phase}]")).to_have_attribute(
             "data-state", "completed"
         )
     expect(task).to_contain_text("Phase plan done (from its checkpoint).")

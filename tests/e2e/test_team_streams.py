@@ -17,6 +17,7 @@ TASK = 876543
 def test_concurrent_phases_stream_into_their_own_bubbles(page: Page, server):
     log_in(page, server)
     page.wait_for_function("window.agentkitSocket && window.agentkitSocket.opens >= 1")
+    page.evaluate(f"window.agentkitOpenTask({TASK})")  # the task open in the pane
     seq = 0
 
     def inject(kind: str, **data) -> None:

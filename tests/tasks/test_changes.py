@@ -190,3 +190,29 @@ def test_patches_apply_and_unapply_exactly():
     after = _apply(before, diff, reverse=False)
     assert after == "a\nB\nc\nd\ne\nf\ng\nh\n"
     assert _apply(after, diff, reverse=True) == before
+
+
+async def test_a_later_tasks_identical_edit_is_its_own_and_revert_names_that_task(demo):
+    user, task, slug = await _fixed_demo(demo)
+    assert await sync_to_async(task_revert)(user=user, task=task) == ["textkit/slug.py"]
+    # A later task makes the very same fix: the earlier task's panel must not claim it.
+    _, workspace, _ = demo
+    later = await sync_to_async(make_task)(
+        user, workspace, goal="fix the failing test in tests/test_slug.py"
+    )
+    assert await run_task(later.pk) == "completed"
+    assert FIXED in slug.read_text()
+    files = await sync_to_async(changes_payload)(task=task)
+    assert files[0]["state"] == "changed_later" and not files[0]["revertible"]
+    assert files[0]["later_task"] == later.pk
+    assert f"task #{later.pk}" in files[0]["note"]
+    with pytest.raises(ApplicationError, match=f"task #{later.pk} changed this file"):
+        await sync_to_async(task_revert)(user=user, task=task, path="textkit/slug.py")
+    assert FIXED in slug.read_text()  # left alone
+    # The later task's own panel: applied and revertible; once reverted, both read reverted.
+    await sync_to_async(later.refresh_from_db)()
+    mine = await sync_to_async(changes_payload)(task=later)
+    assert mine[0]["state"] == "applied" and mine[0]["revertible"]
+    assert await sync_to_async(task_revert)(user=user, task=later) == ["textkit/slug.py"]
+    files = await sync_to_async(changes_payload)(task=task)
+    assert files[0]["state"] == "reverted"

@@ -270,3 +270,40 @@ def test_a_task_that_opens_a_conversation_has_no_history_and_a_follow_up_has_it(
     )
     assert not follow.opens_conversation
     assert [m.content for m in conversation_history(follow)] == ["hi", "Hello."]
+
+
+# ── renaming (the sidebar's Rename) ────────────────────────────────────────────────────────────
+def _patch(user, conversation_id, body):
+    return Client().patch(
+        f"/api/conversations/{conversation_id}",
+        body,
+        content_type="application/json",
+        **bearer(user),
+    )
+
+
+def test_a_conversation_is_renamed_by_its_owner_and_keeps_its_place(people):
+    mine = Conversation.objects.create(
+        user=people["alice"], workspace=people["alpha"], title="first message"
+    )
+    before = Conversation.objects.get(pk=mine.pk).updated_at
+    renamed = _patch(people["alice"], mine.pk, {"title": "  The   slug fix  "})
+    assert renamed.status_code == 200, renamed.json()
+    assert renamed.json()["title"] == "The slug fix"
+    again = Conversation.objects.get(pk=mine.pk)
+    assert again.title == "The slug fix" and again.updated_at == before
+    listed = Client().get("/api/conversations", **bearer(people["alice"])).json()
+    assert listed["conversations"][0]["title"] == "The slug fix"
+
+
+def test_renaming_refuses_an_empty_or_long_title_and_another_users_conversation(people):
+    mine = Conversation.objects.create(user=people["alice"], workspace=people["alpha"], title="t")
+    for title in ("   ", None, "x" * 201):
+        refused = _patch(people["alice"], mine.pk, {"title": title})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "invalid_field"
+        assert "'title'" in refused.json()["error"]["message"]
+    theirs = Conversation.objects.create(user=people["bob"], workspace=people["shared"], title="b")
+    assert _patch(people["alice"], theirs.pk, {"title": "mine now"}).status_code == 404
+    assert Conversation.objects.get(pk=theirs.pk).title == "b"
+    assert Conversation.objects.get(pk=mine.pk).title == "t"
