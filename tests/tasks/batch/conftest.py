@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# Workspaces the tests copy and give the agent (prelint/: a deliberately failing test of its own):
+# their files are material, not tests of this project.
+collect_ignore = ["workspaces"]
+
 from tests.evolution.conftest import evolution_queue  # noqa: F401  (a fixture used here)
 from tests.support import ROOT, manage, server_env
 
