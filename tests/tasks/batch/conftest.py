@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.evolution.conftest import evolution_queue  # noqa: F401  (a fixture used here)
+from tests.support import ROOT, manage, server_env
+
 # Workspaces the tests copy and give the agent (prelint/: a deliberately failing test of its own):
 # their files are material, not tests of this project.
 collect_ignore = ["workspaces"]
-
-from tests.evolution.conftest import evolution_queue  # noqa: F401  (a fixture used here)
-from tests.support import ROOT, manage, server_env
 
 SHIPPED = (ROOT / "agentkit.yaml").read_text()
 WORDS = " ".join(f"word{i}" for i in range(200))
