@@ -1,10 +1,12 @@
 """The docs stay true: their runnable shell blocks run, their relative links lead somewhere.
 
-A shell block is runnable when the line before its fence is `<!-- runnable -->` (convention in
-docs/README.md). Each one runs with bash (`-e -o pipefail`) from the repository root, with this
-venv's python first on PATH, against a fresh SQLite database that `migrate` and `bootstrap` made
-(the `admin` user, the `demo` workspace), var/ and the workspaces in a temporary directory, no
-Redis: what a reader gets right after `make run` set things up, without touching their var/.
+A shell block is runnable when the line before its fence is `<!-- runnable -->`, or
+`<!-- runnable: server -->` when it talks to a running server (convention in docs/README.md).
+Each one runs with bash (`-e -o pipefail`) from the repository root, with this venv's python
+first on PATH, against a fresh SQLite database that `migrate` and `bootstrap` made (the `admin`
+user, the `demo` workspace), var/ and the workspaces in a temporary directory, no Redis: what a
+reader gets right after `make run` set things up, without touching their var/. A server block
+gets a real Daphne on that database, its address in AGENTKIT_URL.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT
+from tests.support import ROOT, agentkit_server
 
 MARKER = "<!-- runnable -->"
+SERVER_MARKER = "<!-- runnable: server -->"
+MARKERS = (MARKER, SERVER_MARKER)
 FENCE = re.compile(r"^```(\w*)\s*$")
 # [text](target) and ![alt](target); the target ends at whitespace or ")".
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -37,6 +41,7 @@ class Block:
     lang: str
     text: str
     runnable: bool
+    needs_server: bool = False
 
     @property
     def name(self) -> str:
@@ -65,7 +70,8 @@ def fenced_blocks(path: Path) -> list[Block]:
                 line=i + 1,
                 lang=opening.group(1),
                 text="\n".join(lines[i + 1 : end]) + "\n",
-                runnable=previous == MARKER,
+                runnable=previous in MARKERS,
+                needs_server=previous == SERVER_MARKER,
             )
         )
         i = end + 1
@@ -83,21 +89,22 @@ def test_the_marker_is_only_used_on_shell_blocks_and_the_docs_have_some():
     )
     assert len(blocks) >= 5, [b.name for b in blocks]
     wrong = [b.name for b in blocks if b.lang not in ("sh", "bash")]
-    assert not wrong, f"{MARKER} precedes a block that is not ```sh: {wrong}"
+    assert not wrong, f"a runnable marker precedes a block that is not ```sh: {wrong}"
     for path in doc_files():
         text = path.read_text(encoding="utf-8").splitlines()
-        marked = [n + 1 for n, line in enumerate(text) if line.rstrip() == MARKER]
+        marked = [n + 1 for n, line in enumerate(text) if line.rstrip() in MARKERS]
         fenced = {b.line - 1 for b in fenced_blocks(path) if b.runnable}
         stray = [n for n in marked if n not in fenced]
-        assert not stray, f"{path.relative_to(ROOT)}: {MARKER} not right before a fence: {stray}"
+        assert not stray, f"{path.relative_to(ROOT)}: a marker not right before a fence: {stray}"
 
 
 def test_fenced_block_parser_reads_marker_language_and_body(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(
         "intro\n<!-- runnable -->\n```sh\necho one\necho two\n```\n\n```sh\nnot marked\n```\n"
+        "<!-- runnable: server -->\n```sh\ncurl -sf $AGENTKIT_URL\n```\n"
     )
-    first, second = fenced_blocks(page)
+    first, second, third = fenced_blocks(page)
     assert (first.line, first.lang, first.text, first.runnable) == (
         3,
         "sh",
@@ -105,6 +112,7 @@ def test_fenced_block_parser_reads_marker_language_and_body(tmp_path):
         True,
     )
     assert (second.text, second.runnable) == ("not marked\n", False)
+    assert (first.needs_server, third.runnable, third.needs_server) == (False, True, True)
 
 
 @pytest.fixture(scope="module")
@@ -134,12 +142,24 @@ def docs_env(tmp_path_factory) -> dict[str, str]:
     return env
 
 
+@pytest.fixture(scope="module")
+def docs_server(tmp_path_factory):
+    """Daphne on a fresh migrated and bootstrapped SQLite database, as `make run` serves."""
+    tmp = tmp_path_factory.mktemp("docs-server")
+    with agentkit_server(tmp, AGENTKIT_WORKSPACES_DIR=str(tmp / "workspaces")) as server:
+        env = dict(server.env)
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["AGENTKIT_URL"] = server.url
+        yield env
+
+
 @pytest.mark.parametrize("block", runnable_blocks(), ids=lambda b: b.name)
-def test_runnable_block_exits_zero(block: Block, docs_env):
+def test_runnable_block_exits_zero(block: Block, request):
+    env = request.getfixturevalue("docs_server" if block.needs_server else "docs_env")
     proc = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", block.text],
         cwd=ROOT,
-        env=docs_env,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
