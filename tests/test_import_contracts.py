@@ -125,3 +125,6 @@ def test_a_cycle_through_two_apps_is_found(tmp_path):
     services = repo / "apps" / "specs" / "services.py"
     services.write_text(services.read_text() + "\nfrom apps.tasks import ending  # noqa\n")
     assert module_cycles(repo) == ["apps.specs.services apps.tasks.ending"]
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "the specs' domain sits below the tasks' run machinery BROKEN" in proc.stdout
