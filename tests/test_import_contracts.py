@@ -1,4 +1,7 @@
-"""The engine must stay framework-free: lint-imports has to fail when someone imports django there."""
+"""The import contracts of pyproject.toml hold, and fail when broken: the engine stays
+framework-free (no django there), the Django apps have no import cycles (lint-imports'
+acyclic_siblings, and the whole module graph here: a cycle through two apps is not a sibling
+cycle)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,10 @@ def copy_tree(tmp_path: Path) -> Path:
     target = tmp_path / "repo"
     target.mkdir()
     shutil.copy(ROOT / "pyproject.toml", target)
-    shutil.copytree(ROOT / "apps", target / "apps", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("apps", "agentkit_site"):
+        shutil.copytree(
+            ROOT / package, target / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return target
 
 
@@ -43,3 +49,82 @@ def test_importing_django_inside_the_engine_breaks_the_contract(tmp_path):
     proc = lint(repo)
     assert proc.returncode != 0
     assert "apps.engine.sneaky -> django" in proc.stdout
+
+
+def test_the_recorder_importing_the_consumers_again_breaks_the_contract(tmp_path):
+    # The write path reaches the sockets through apps/tasks/local_delivery.py; the consumers sit
+    # above it (consumers -> executors -> runner -> recorder).
+    repo = copy_tree(tmp_path)
+    recorder = repo / "apps" / "tasks" / "recorder.py"
+    recorder.write_text(
+        recorder.read_text() + "\nfrom apps.tasks.consumers import ChatConsumer  # noqa\n"
+    )
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "No cycles are allowed in apps.tasks." in proc.stdout
+
+
+# Modules in import cycles, by grimp's graph (function-level imports count): one line per
+# strongly connected component. apps.engine is left to its own contracts.
+CYCLES_SCRIPT = """
+import grimp
+graph = grimp.build_graph("apps", "agentkit_site")
+modules = sorted(m for m in graph.modules if not m.startswith("apps.engine"))
+edges = {m: sorted(graph.find_modules_directly_imported_by(m) & set(modules)) for m in modules}
+index, low, stack, on_stack, counter = {}, {}, [], set(), [0]
+def visit(v):
+    index[v] = low[v] = counter[0]
+    counter[0] += 1
+    stack.append(v)
+    on_stack.add(v)
+    for w in edges[v]:
+        if w not in index:
+            visit(w)
+            low[v] = min(low[v], low[w])
+        elif w in on_stack:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        component = []
+        while True:
+            w = stack.pop()
+            on_stack.discard(w)
+            component.append(w)
+            if w == v:
+                break
+        if len(component) > 1:
+            print(" ".join(sorted(component)))
+import sys
+sys.setrecursionlimit(10000)
+for module in modules:
+    if module not in index:
+        visit(module)
+"""
+
+
+def module_cycles(repo: Path) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", CYCLES_SCRIPT],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(repo)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_no_module_outside_the_engine_is_in_an_import_cycle(tmp_path):
+    assert module_cycles(copy_tree(tmp_path)) == []
+
+
+def test_a_cycle_through_two_apps_is_found(tmp_path):
+    # specs below tasks' runner: a spec module that imported the task-ending path would close
+    # specs.services -> tasks.ending -> specs.services, which no sibling contract sees.
+    repo = copy_tree(tmp_path)
+    services = repo / "apps" / "specs" / "services.py"
+    services.write_text(services.read_text() + "\nfrom apps.tasks import ending  # noqa\n")
+    assert module_cycles(repo) == ["apps.specs.services apps.tasks.ending"]
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "the specs' domain sits below the tasks' run machinery BROKEN" in proc.stdout

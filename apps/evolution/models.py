@@ -1,12 +1,13 @@
 """What agentkit learns from finished tasks. Every artifact carries its workspace and its actor
 (who produced it: the agent, an expert, a skill — or an admin who edited it) and the tasks it came
-from. Text is validated (apps/evolution/services/text.py) before it is stored."""
+from. Text is validated (apps/evolution/text.py) before it is stored."""
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from apps.evolution.text import UnsafeText, clean_text
 from apps.tasks.models import Task, Workspace
 
 
@@ -88,8 +89,6 @@ class Pitfall(models.Model):
         return f"{self.get_category_display()}: {self.trigger[:60]}"
 
     def clean(self) -> None:
-        from apps.evolution.services.text import UnsafeText, clean_text
-
         errors = {}
         for field in ("trigger", "advice"):
             try:
@@ -155,8 +154,6 @@ class PromptVersion(models.Model):
         return f"{self.target_kind}:{self.target_name} ({self.status})"
 
     def clean(self) -> None:
-        from apps.evolution.services.text import UnsafeText, clean_text
-
         try:
             self.text = clean_text(self.text, limit=2000)
         except UnsafeText as exc:

@@ -118,9 +118,9 @@ def task_resume(*, task, force: bool = False) -> None:
     """Check that `task` may resume from its checkpoints, and hand it over (see below). The
     caller then runs it (executor or in process); the run's claim (apps/tasks/liveness.py) makes
     sure only one run goes on."""
+    from apps.tasks.errors import ApplicationError
     from apps.tasks.liveness import orphan_after_seconds
     from apps.tasks.models import FINAL_STATUSES, Task
-    from apps.tasks.services import ApplicationError
 
     if task.mode not in RESUMABLE_MODES:
         raise ApplicationError(

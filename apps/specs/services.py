@@ -14,9 +14,9 @@ from django.utils import timezone
 from apps.engine.spec import SpecDraft, parse_spec_review_id, spec_review_id
 from apps.specs.checkpoints import spec_stale
 from apps.specs.models import PhaseStatus, ReviewDecision, Spec, SpecPhase, SpecReview, SpecStatus
+from apps.tasks.errors import ApplicationError
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.selectors import task_has_rows
-from apps.tasks.services import ApplicationError
 
 MAX_FEEDBACK_CHARS = 8000
 DECISIONS = {"confirm": ReviewDecision.CONFIRMED, "reject": ReviewDecision.REJECTED}

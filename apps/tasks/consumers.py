@@ -19,6 +19,7 @@ from django.conf import settings
 
 from apps.tasks import executors, selectors, services
 from apps.tasks.intake import intake
+from apps.tasks.local_delivery import delivered_any, follow, runs_on, task_group, unfollow
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -41,64 +42,6 @@ REQUIRED_FIELDS = {
     "resume": ("task_id",),
     "spec_review_reply": ("spec_review_id", "decision"),
 }
-
-
-def task_group(task_id: int) -> str:
-    return f"task.{task_id}"
-
-
-# Sockets of this process by followed task, per event loop: the runner of an inline task (same
-# process, same loop) hands them each batch directly (`deliver_local`), so their frames do not
-# wait on the channel layer's round trips. The layer still carries every batch (other
-# processes' sockets, RQ workers' tasks); the duplicates are dropped by seq.
-_followers: dict[int, set[ChatConsumer]] = {}
-
-
-# Tasks running inline in this process, by the loop they run on (executors._spawn). A socket on
-# that loop that follows one gets every batch from `deliver_local` and does not join the task's
-# channel-layer group: the layer would only echo each batch back to this process (a Redis round
-# trip, a decode and a dispatch per batch and socket, dropped by seq). When the run ends, such
-# sockets join the group, so a later run of the task elsewhere (another process, RQ) reaches them.
-_local_runs: dict[int, asyncio.AbstractEventLoop] = {}
-_local_delivered: dict[int, int] = {}  # the last seq a local run handed to `deliver_local`
-
-
-def local_run_started(task_id: int) -> None:
-    """On the loop that runs the task inline (executors._spawn), before it starts."""
-    _local_runs[task_id] = asyncio.get_running_loop()
-
-
-def local_run_ended(task_id: int) -> None:
-    """On the same loop, when the run is over: followers not in the group join it."""
-    _local_runs.pop(task_id, None)
-    _local_delivered.pop(task_id, None)
-    for consumer in list(_followers.get(task_id, ())):
-        if task_id not in consumer.grouped:
-            consumer.loop.create_task(consumer._join_group(task_id, unless_finished=True))
-
-
-async def deliver_local(task_id: int, events: list[dict]) -> None:
-    """Give a committed batch to this process's sockets following the task (runner, same loop).
-    A socket with no delivery in progress or queued gets it right here: its send does not wait
-    (the server writes the frame at once, agentkit_site/serving.py), so the frame leaves a loop
-    pass sooner than from a task of its own, and no task is made. Otherwise the batch queues
-    behind those deliveries as a task, so batches still reach the socket in order."""
-    if task_id in _local_runs:
-        _local_delivered[task_id] = events[-1]["seq"]
-    loop = asyncio.get_running_loop()
-    message = {"events": events}
-    for consumer in list(_followers.get(task_id, ())):
-        if consumer.loop is not loop:
-            continue
-        if consumer.queued_deliveries or consumer.delivery.locked():
-            queued = loop.create_task(consumer.task_events(message))
-            consumer.queued_deliveries.add(queued)  # referenced until done; keeps later ones queued
-            queued.add_done_callback(consumer.queued_deliveries.discard)
-            continue
-        try:
-            await consumer.task_events(message)
-        except Exception:  # this socket's failure is not the run's
-            log.exception("delivering events of task %s to a socket failed", task_id)
 
 
 class ChatConsumer(AsyncJsonWebsocketConsumer):
@@ -146,10 +89,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         if catch_up is not None:
             catch_up.cancel()
         for task_id in list(getattr(self, "sent_seq", {})):
-            followers = _followers.get(task_id, set())
-            followers.discard(self)
-            if not followers:
-                _followers.pop(task_id, None)
+            unfollow(task_id, self)
         for task_id in list(getattr(self, "grouped", ())):
             await self.channel_layer.group_discard(task_group(task_id), self.channel_name)
 
@@ -167,9 +107,7 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             # of it can be dropped, and 50 sockets asking the database at once every few
             # seconds cost the streams a latency spike.
             pending = [
-                t
-                for t in self.sent_seq
-                if t not in self.finished and _local_runs.get(t) is not self.loop
+                t for t in self.sent_seq if t not in self.finished and not runs_on(t, self.loop)
             ]
             if not pending:
                 seen.clear()
@@ -234,9 +172,9 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         task, submitted = await intake().create(user=self.user, content=content)
         # A new task submitted to a run on this loop that has delivered nothing yet: nothing is
         # stored to replay, and `deliver_local` hands this socket every batch from the first.
-        fresh = submitted and _local_runs.get(task.pk) is self.loop
+        fresh = submitted and runs_on(task.pk, self.loop)
         await self._follow(
-            task.pk, after_seq=task.last_seq, replay=not (fresh and task.pk not in _local_delivered)
+            task.pk, after_seq=task.last_seq, replay=not (fresh and not delivered_any(task.pk))
         )
 
     async def _handle_resume(self, content: dict) -> None:
@@ -276,8 +214,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         queued meanwhile are de-duplicated by seq in `_send_event`."""
         async with self.delivery:
             if task_id not in self.sent_seq:
-                _followers.setdefault(task_id, set()).add(self)
-                if _local_runs.get(task_id) is not self.loop:  # else deliver_local has it all
+                follow(task_id, self)
+                if not runs_on(task_id, self.loop):  # else deliver_local has it all
                     await self._join_group(task_id)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
@@ -285,11 +223,15 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 await self._replay(task_id)
             await self._send_frames()
 
-    async def _join_group(self, task_id: int, *, unless_finished: bool = False) -> None:
-        if unless_finished:  # after the batches handed over before it (the lock is FIFO)
-            async with self.delivery:
-                if task_id in self.finished or task_id not in self.sent_seq:
-                    return
+    async def join_group_unless_finished(self, task_id: int) -> None:
+        """When the task's local run ended (local_delivery.local_run_ended): after the batches
+        handed over before it (the lock is FIFO), join its group if the task goes on."""
+        async with self.delivery:
+            if task_id in self.finished or task_id not in self.sent_seq:
+                return
+        await self._join_group(task_id)
+
+    async def _join_group(self, task_id: int) -> None:
         if task_id not in self.grouped:
             self.grouped.add(task_id)
             await self.channel_layer.group_add(task_group(task_id), self.channel_name)

@@ -11,8 +11,9 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from apps.tasks import selectors
+from apps.tasks.errors import ApplicationError
 from apps.tasks.models import Conversation, Task, Workspace
-from apps.tasks.services import ApplicationError, Routing, max_message_chars, route_message
+from apps.tasks.routing import Routing, max_message_chars, route_message
 
 logger = logging.getLogger(__name__)
 

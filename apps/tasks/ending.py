@@ -19,6 +19,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from apps.tasks.local_delivery import deliver_local, task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -105,8 +106,6 @@ def task_end_now(
 def publish_blocking(task_id: int, messages: list[dict]) -> None:
     """Send the events to the task's channel-layer group (its sockets in every process); a
     failure is logged: the rows are stored, and sockets catch up from the database."""
-    from apps.tasks.consumers import task_group
-
     layer = get_channel_layer()
     if layer is None or not messages:
         return
@@ -120,8 +119,6 @@ def publish_blocking(task_id: int, messages: list[dict]) -> None:
 
 async def publish(task_id: int, messages: list[dict]) -> None:
     """As publish_blocking, from the event loop; this process's sockets of an inline run too."""
-    from apps.tasks.consumers import deliver_local, task_group
-
     if not messages:
         return
     await deliver_local(task_id, messages)

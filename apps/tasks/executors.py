@@ -18,11 +18,16 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.tasks.conf import agent_config
+from apps.tasks.local_delivery import local_run_ended, local_run_started
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
 
 SERVING_SWITCH_INTERVAL_SECONDS = 0.001
+
+# The job RQ runs, by name: the worker imports it (apps/tasks/jobs.py, which runs the runner and
+# the reaper); importing it here would close a loop jobs → reaper → executors → jobs.
+RUN_TASK_JOB = "apps.tasks.jobs.run_task_job"
 
 # Strong references: the event loop keeps only weak ones to tasks.
 _inline_tasks: set[asyncio.Task] = set()
@@ -122,12 +127,10 @@ def task_enqueue_rq(
     its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
     import django_rq
 
-    from apps.tasks.jobs import run_task_job
-
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
     args = (task_id,) if reason is None else (task_id, reason)
     django_rq.get_queue(queue).enqueue(
-        run_task_job, *args, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
+        RUN_TASK_JOB, *args, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
     )
 
 
@@ -150,7 +153,6 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
 
 def _spawn(task_id: int, prepared=None, reason: str | None = None) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
-    from apps.tasks.consumers import local_run_ended, local_run_started
     from apps.tasks.runner import run_task
 
     local_run_started(task_id)  # this process's sockets get its events directly

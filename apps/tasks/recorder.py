@@ -3,7 +3,7 @@
 `EventRecorder.record()` gives each event the next `seq` (continuing after earlier runs of the
 task) and queues it; a flush writes everything queued in ONE transaction (the rows plus the
 task's `last_seq`, by the process's writer thread: event_writer.py), then hands the batch to this
-process's sockets that follow the task (`consumers.deliver_local`) and, in order but without
+process's sockets that follow the task (`local_delivery.deliver_local`) and, in order but without
 holding up the next flush, to group `task.<id>` as one `task.events` message per
 `BROADCAST_MAX_EVENTS`, through the loop's publisher (group_publish.py: one FIFO per loop,
 drained with the layer's `group_send`). The consumer drops copies by seq; a socket opened with
@@ -48,10 +48,10 @@ from django.utils import timezone
 
 from apps.engine.config import AgentkitConfig, StreamingConfig
 from apps.specs.checkpoints import RESUMABLE_MODES
-from apps.tasks.consumers import deliver_local, task_group
 from apps.tasks.event_writer import submit_events
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
 from apps.tasks.group_publish import group_publisher
+from apps.tasks.local_delivery import deliver_local, task_group
 from apps.tasks.models import Task, TaskEvent
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,7 @@
-"""State changes of apps.tasks. Keyword-only arguments, named <entity>_<action>."""
+"""State changes of apps.tasks. Keyword-only arguments, named <entity>_<action>.
+
+The application error lives in errors.py (re-exported here), a message's routing (modes,
+skills, length) in routing.py, the rows of new tasks in creation.py."""
 
 from __future__ import annotations
 
@@ -7,24 +10,16 @@ import os
 import secrets
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
 from django.utils import timezone
 
+from apps.tasks.creation import TaskRequest, create_one
+from apps.tasks.errors import ApplicationError
 from apps.tasks.models import FINAL_STATUSES, ApiToken, Conversation, Task, Workspace
 
 logger = logging.getLogger(__name__)
-
-
-class ApplicationError(Exception):
-    """An error a user can act on; translated at each edge (400 JSON, error frame, CommandError)."""
-
-    def __init__(self, message: str, extra: dict | None = None):
-        super().__init__(message)
-        self.message = message
-        self.extra = extra or {}
 
 
 @transaction.atomic
@@ -68,74 +63,6 @@ def install_demo_project(source: Path, target: Path) -> None:
 
 
 # ── tasks ───────────────────────────────────────────────────────────────────────────────────────
-MODE_PREFIXES = {
-    "@chat": "direct_chat",
-    "@react": "react",
-    "@plan": "plan_exec",
-    "@team": "team_collab",
-}
-KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
-# The modes this version runs: the only ones the chat page offers, and the only ones the runner
-# starts (apps/tasks/runner.py refuses the others with `mode_not_available`).
-RUNNABLE_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
-
-
-def max_message_chars() -> int:
-    """The one limit on a message's length: the chat page states it and the server enforces it
-    (settings.AGENTKIT_MAX_MESSAGE_CHARS)."""
-    from django.conf import settings
-
-    return settings.AGENTKIT_MAX_MESSAGE_CHARS
-
-
-@dataclass(frozen=True)
-class Routing:
-    """What a chat message asks for once its `@` prefixes are read."""
-
-    text: str
-    mode: str
-    skill: str
-
-
-def route_message(*, text: str, mode: str | None, skill: str | None, config) -> Routing:
-    """Leading `@chat`/`@react`/`@plan`/`@team` and `@skill:<name>` words pick the mode and skill;
-    then the page's selectors; then the skill's default mode; then modes.default."""
-    words = text.strip().split()
-    prefix_mode = prefix_skill = None
-    consumed = 0
-    for word in words:
-        lower = word.lower()
-        if lower in MODE_PREFIXES and prefix_mode is None:
-            prefix_mode = MODE_PREFIXES[lower]
-        elif lower.startswith("@skill:") and prefix_skill is None:
-            prefix_skill = word.split(":", 1)[1]
-        else:
-            break
-        consumed += 1
-    body = text.strip()
-    for _ in range(consumed):
-        body = body.split(None, 1)[1] if len(body.split(None, 1)) > 1 else ""
-    chosen_skill = prefix_skill or (skill or "")
-    if chosen_skill and chosen_skill not in config.skills:
-        known = ", ".join(sorted(config.skills)) or "none configured"
-        raise ApplicationError(
-            f"unknown skill {chosen_skill!r}; known skills: {known}",
-            {"error_code": "unknown_skill", "known": sorted(config.skills)},
-        )
-    if mode and mode not in KNOWN_MODES:
-        raise ApplicationError(
-            f"unknown mode {mode!r}; choose one of {', '.join(KNOWN_MODES)}",
-            {"error_code": "unknown_mode"},
-        )
-    skill_mode = config.skills[chosen_skill].default_mode if chosen_skill else None
-    chosen_mode = prefix_mode or mode or skill_mode or config.modes.default
-    if not body.strip():
-        raise ApplicationError(
-            "the message is empty: say what the agent should do", {"error_code": "empty_message"}
-        )
-    return Routing(text=body.strip(), mode=chosen_mode, skill=chosen_skill)
-
-
 def task_create(
     *,
     user,
@@ -154,8 +81,6 @@ def task_create(
     from the conversation when `workspace` is None), earlier turns as history. Without it, the
     task starts a new conversation. The access checks read before the transaction; the
     transaction (SQLite: the database's one write lock) holds the re-send check and the rows."""
-    from apps.tasks.creation import TaskRequest, create_one
-
     request = TaskRequest(user, workspace, text, mode, skill, client_msg_id, conversation, model)
     return create_one(request, config)
 

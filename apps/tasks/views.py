@@ -2,8 +2,8 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
 from apps.tasks.conf import agent_config
+from apps.tasks.routing import RUNNABLE_MODES, max_message_chars
 from apps.tasks.selectors import workspaces_for_user
-from apps.tasks.services import RUNNABLE_MODES, max_message_chars
 
 # What a person sees for each mode: a name and one line on what it does (the chat's mode menu,
 # the task headers, the empty page's examples).

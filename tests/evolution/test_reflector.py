@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from apps.evolution.services.reflector import reflect
-from apps.evolution.services.text import UnsafeText, clean_text
+from apps.evolution.text import UnsafeText, clean_text
 
 
 def ev(seq, kind, **data):

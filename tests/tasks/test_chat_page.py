@@ -7,7 +7,7 @@ import re
 import pytest
 from django.test import Client
 
-from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
+from apps.tasks.routing import KNOWN_MODES, RUNNABLE_MODES
 from tests.tasks.factories import make_user, make_workspace
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,5 @@
 """A runner on the serving loop hands each committed batch straight to this process's sockets
-that follow the task (consumers.deliver_local); the channel layer carries the same batch for
+that follow the task (local_delivery.deliver_local); the channel layer carries the same batch for
 other processes, and a socket that gets both sends every event once, in order."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ async def test_a_batch_socket_gets_one_frame_per_delivery_and_a_plain_socket_one
 async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_the_run_ends(people):  # noqa: F811
     from channels.layers import get_channel_layer
 
-    from apps.tasks.consumers import local_run_ended, local_run_started, task_group
+    from apps.tasks.local_delivery import local_run_ended, local_run_started, task_group
 
     task = await sync_to_async(make_task)(people["alice"], people["alpha"])
     local_run_started(task.pk)  # as executors._spawn does for an inline run
@@ -127,13 +127,13 @@ async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_th
 async def test_batches_queued_behind_a_delivery_in_progress_keep_their_order(people):  # noqa: F811
     # A socket with nothing in progress gets a batch right in the flush (deliver_local awaits its
     # send); one busy with a delivery (a replay, say) gets the batches queued behind it, in order.
-    from apps.tasks import consumers
+    from apps.tasks.local_delivery import followers
 
     task = await sync_to_async(make_task)(people["alice"], people["alpha"])
     communicator = await open_socket(people["alice"])
     await communicator.send_json_to({"type": "resume", "task_id": task.pk, "after_seq": 0})
     assert await communicator.receive_nothing(timeout=0.2)
-    (consumer,) = consumers._followers[task.pk]
+    (consumer,) = followers(task.pk)
     recorder = await _recorder(task.pk)
     recorder.layer = InMemoryChannelLayer()  # a layer nobody listens on: only local delivery
     await recorder.record("task_started", {})

@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from apps.engine.config import parse_config
-from apps.tasks.services import ApplicationError, route_message
+from apps.tasks.errors import ApplicationError
+from apps.tasks.routing import route_message
 
 CONFIG = parse_config(
     {

@@ -17,7 +17,7 @@ from apps.evolution.models import (
     PitfallStatus,
 )
 from apps.evolution.services.reflector import LessonDraft
-from apps.evolution.services.text import clean_text
+from apps.evolution.text import clean_text
 from apps.tasks.models import Task
 
 MERGE_SIMILARITY = 0.85  # difflib ratio of the lower-cased triggers

@@ -17,7 +17,7 @@ from apps.evolution.services.detector import pitfall_record
 from apps.evolution.services.llm_reflector import reflect_with_llm
 from apps.evolution.services.optimizer import prompt_propose
 from apps.evolution.services.reflector import LessonDraft, is_environment_failure, reflect
-from apps.evolution.services.text import UnsafeText, clean_text
+from apps.evolution.text import UnsafeText, clean_text
 from apps.tasks.models import Task, TaskEvent
 
 log = logging.getLogger(__name__)

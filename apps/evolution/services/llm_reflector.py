@@ -27,7 +27,7 @@ from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.types import ChatRequest, Message, StructuredOutput, TextBlock
 from apps.evolution.models import Category
 from apps.evolution.services.reflector import LessonDraft
-from apps.evolution.services.text import first_line
+from apps.evolution.text import first_line
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from apps.evolution.models import (
     PromptStatus,
     PromptVersion,
 )
-from apps.evolution.services.text import PROMPT_TEXT_MAX, clean_text
+from apps.evolution.text import PROMPT_TEXT_MAX, clean_text
 from apps.tasks.models import Task
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from apps.evolution.models import Category, Severity
-from apps.evolution.services.text import first_line
+from apps.evolution.text import first_line
 
 # error codes that say the environment failed, not the agent
 ENVIRONMENT_ERRORS = frozenset(

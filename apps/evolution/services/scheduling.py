@@ -28,6 +28,9 @@ from apps.tasks.selectors import task_has_rows
 log = logging.getLogger(__name__)
 
 QUEUE = "evolution"
+# The job RQ runs, by name: the worker imports it (apps/evolution/jobs.py calls evolve_task of
+# this package); importing it here would close a loop jobs → services → scheduling → jobs.
+EVOLVE_TASK_JOB = "apps.evolution.jobs.evolve_task_job"
 FAILURES = frozenset({"failed", "gave_up_after_reflections"})
 
 
@@ -98,9 +101,7 @@ def evolution_schedule(*, task_id: int, outcome: str, mode: str | None = None) -
             )
             counter_increment("dropped_backpressure")
             return "dropped_backpressure"
-        from apps.evolution.jobs import evolve_task_job
-
-        queue.enqueue(evolve_task_job, task_id, job_id=f"evolve-task-{task_id}")
+        queue.enqueue(EVOLVE_TASK_JOB, task_id, job_id=f"evolve-task-{task_id}")
         counter_increment("scheduled")
         return "scheduled"
     except RedisError as exc:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from apps.tasks.batch.reading import RawTask, node_line, read_jsonl, read_yaml
 from apps.tasks.models import TaskStatus
-from apps.tasks.services import KNOWN_MODES, RUNNABLE_MODES
+from apps.tasks.routing import KNOWN_MODES, RUNNABLE_MODES
 
 # The statuses a run ends in (parked: waiting for a spec review that timed out).
 STATUSES = tuple(

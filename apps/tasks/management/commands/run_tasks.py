@@ -23,7 +23,8 @@ from apps.tasks.batch.services import batch_user
 from apps.tasks.batch.spec import SuiteError, load_suite
 from apps.tasks.batch.suites import SUITES, run_suite
 from apps.tasks.conf import agent_config
-from apps.tasks.services import KNOWN_MODES, ApplicationError, max_message_chars
+from apps.tasks.routing import KNOWN_MODES, RUNNABLE_MODES, max_message_chars
+from apps.tasks.services import ApplicationError
 
 INTERRUPTED_EXIT = 130
 
@@ -93,8 +94,6 @@ class Command(BaseCommand):
             config = agent_config()
         except ConfigError as exc:
             raise CommandError(str(exc), returncode=2) from None
-        from apps.tasks.services import RUNNABLE_MODES
-
         if options["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1", returncode=2)
         if options["mode"] and options["mode"] not in RUNNABLE_MODES:
@@ -168,8 +167,6 @@ class Command(BaseCommand):
             raise CommandError("some tasks did not end as expected (see MISMATCH above)")
 
     def _suite(self, config, executor: str, options) -> None:
-        from apps.tasks.services import RUNNABLE_MODES
-
         modes = [m.strip() for m in (options["compare"] or "").split(",") if m.strip()]
         modes = modes or [options["mode"] or config.modes.default]
         unknown = [m for m in modes if m not in RUNNABLE_MODES]
