@@ -1,4 +1,4 @@
-// agentkit chat page: plan_exec rendering. chat.js calls window.agentkitRenderers[type](view, ev)
+// agentkit chat page: plan_exec rendering. turns.js calls window.agentkitRenderers[type](view, ev)
 // after its own renderer for that type (if any); `view` is the task's {root, body, ...}.
 // Renders a phase stepper in the task's header (done / current / skipped phases, the spec's phases
 // as sub-steps of Build, every phase done once the task completed, budgets in words), phase
