@@ -1,7 +1,7 @@
 // What a tool card says in its one-line summary, so a collapsed card still tells what happened:
 // read_file (path and symbol or lines), search (pattern and hits), shell and run_tests (command and
 // exit code; the tail of the output comes first in the card), the editor (path and the change).
-// chat.js calls window.agentkitCards.call(name, args) on tool_call and .result(...) on tool_result.
+// turns.js calls window.agentkitCards.call(name, args) on tool_call and .result(...) on tool_result.
 (function () {
   "use strict";
   const TAIL_LINES = 6;

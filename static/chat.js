@@ -1,22 +1,18 @@
-// agentkit chat page: one WebSocket to /ws/chat/, events rendered by type. After its own
-// renderer (if any), chat.js calls window.agentkitRenderers[type](view, ev) when some script
-// defines one (phases.js does); `view` is the task's {root, header, body, footer, setStatus, el}.
-// Other unknown types are ignored. The socket reconnects with backoff and
-// resumes each task from the last seq it saw, so a reload or a dropped connection never loses or
-// repeats an event. Answers are Markdown (markdown.js), re-rendered per bubble and throttled while
-// they stream, so the page's cost does not grow with the number of events on it. The thread and
-// the URL live in thread.js, the message box in composer.js, tool card summaries in cards.js.
+// agentkit chat page, its core: the page's state and one task's view (header, status, usage,
+// clock, Markdown bubbles), shared by the chat's other scripts through window.agentkitChat:
+// turns.js renders events by type, socket.js holds the WebSocket (replay from the last seq seen,
+// reconnects), thread.js the thread, the conversation and the URL, composer.js the message box,
+// cards.js the tool card summaries. Answers are Markdown (markdown.js), re-rendered per bubble and
+// throttled while they stream, so the page's cost does not grow with the number of events on it.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const messages = $("#messages");
-  const box = $("#message");
   const composer = $("#composer");
   const composerError = $("#composer-error");
   const FINISHED = ["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"];
   // States in which nothing runs on the server: no thinking indicator, no running clock.
   const IDLE = ["queued", "awaiting_review", "parked"];
-  const COMPOSER_EVENTS = ["spec_review_request", "spec_review_resolved", "task_started", "task_waiting", "task_finished"];
   const STREAM_RENDER_MS = 80;  // a streaming bubble re-renders at most this often
   const THINKING_AFTER_MS = 700;
   const providers = JSON.parse(($("#model-providers") || {}).textContent || "{}");
@@ -24,10 +20,9 @@
   window.agentkitRendered = {};  // task id -> seqs rendered, in order (diagnostics and tests)
   window.agentkitRenderers = window.agentkitRenderers || {};  // extension point: type -> fn(ev, view)
   window.agentkitFrameMs = [];  // per event: ms from receipt to the next painted frame (bench)
-  // Diagnostics and tests: how often the socket reopened, and a way to drop it on purpose.
-  window.agentkitSocket = { opens: 0, drop: () => state.socket && state.socket.close(), inject: (ev) => receive(ev) };
-  // thread.js and composer.js add openTask, adopt, showEmpty, modeLabel, composerMode, composerCheck.
-  const chat = window.agentkitChat = { state, send, composerFrame: (f) => f };
+  // socket.js adds send and connect; thread.js openTask, adopt, showEmpty, modeLabel and
+  // conversations; composer.js composerMode and composerCheck.
+  const chat = window.agentkitChat = { state, composerFrame: (f) => f };
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -77,6 +72,10 @@
     if (!streaming) { window.agentkitMarkdown.render(bubble.node, bubble.raw); bubble.renderedAt = performance.now(); dirty.delete(bubble); }
     else scheduleRender();
   }
+  // The bubble that streamed stops streaming (rendered now); what follows starts a new one.
+  function closeBubble(view) {
+    if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
+  }
 
   // ── one task's view ──────────────────────────────────────────────────────────────────────────
   function taskView(taskId) {
@@ -98,7 +97,7 @@
         el("span", { "data-role": "tokens" }),
         el("span", { "data-role": "cache" }),
         el("span", { "data-role": "cost" })));
-    header.querySelector("[data-role=stop]").addEventListener("click", (e) => { e.target.disabled = true; e.target.textContent = "Stopping…"; send({ type: "cancel", task_id: taskId }); });
+    header.querySelector("[data-role=stop]").addEventListener("click", (e) => { e.target.disabled = true; e.target.textContent = "Stopping…"; chat.send({ type: "cancel", task_id: taskId }); });
     header.querySelector("[data-role=delete]").addEventListener("click", () => deleteTask(taskId));
     header.querySelector("[data-role=changes]").addEventListener("click", () => window.agentkitChanges && window.agentkitChanges.toggle(view));
     const body = el("div", { class: "task-body" });
@@ -152,280 +151,7 @@
     view.footer.textContent = "tokens in " + input + " (cached " + cached + ") · out " + (usage.output_tokens || 0) + (typeof cost === "number" ? " · $" + cost.toFixed(4) : "");
   }
 
-  function diffView(diff) {
-    const pre = el("pre", { class: "diff" });
-    for (const line of diff.split("\n")) {
-      const cls = line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : "";
-      pre.append(el("span", { class: cls, text: line + "\n" }));
-    }
-    return pre;
-  }
-  window.agentkitDiffView = diffView;
-
-  function toolOutput(text) {
-    // Tool output is shown as text in a <pre>; Markdown only when it is long prose is not worth the risk.
-    return el("pre", { class: "result", text });
-  }
-
-  const render = {
-    task_waiting(view, ev) {
-      // Another run changes this workspace now (one writer per workspace; the turn before in
-      // this conversation, or another conversation's): queued until it ends, cancellable.
-      view.waitingFor = ev.data.waiting_for || null;
-      setStatus(view, "queued");
-      if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
-      const cancel = el("button", { type: "button", class: "stop", "data-role": "cancel-queued", text: "Cancel", "aria-label": "Cancel queued task " + view.id });
-      cancel.addEventListener("click", () => { cancel.disabled = true; cancel.textContent = "Cancelling…"; send({ type: "cancel", task_id: view.id }); });
-      const mine = ev.data.waiting_for && state.tasks[ev.data.waiting_for] && state.tasks[ev.data.waiting_for].root.isConnected;
-      view.body.append(el("div", { class: "bubble notice waiting", role: "status", "data-role": "queued-notice" },
-        el("span", { text: "Queued: " + (mine ? "starts when the turn above (task #" + ev.data.waiting_for + ") ends." : (ev.data.reason || "waiting for the workspace") + "; starts when it ends.") + " " }), cancel));
-      state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
-    },
-    task_started(view, ev) {
-      view.waitingFor = null;
-      view.body.querySelectorAll("[data-role=cancel-queued]").forEach((b) => b.remove());
-      setStatus(view, "running");
-      view.startedAt = Date.parse(ev.ts) || Date.now();
-      if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
-      if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode) + (ev.data.skill ? " · " + ev.data.skill : "");
-      if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
-      conversations.started(ev);  // issue 13
-      state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
-    },
-    token(view, ev) {
-      if (ev.data.restart) {  // the model call is being retried: drop this step's text so far
-        if (view.text) setBubble(view.text, "", false);
-        return;
-      }
-      view.streamedSteps.add(ev.data.step);
-      if (!view.text) view.text = newBubble(view, "assistant");
-      setBubble(view.text, view.text.raw + (ev.data.text || ""), true);
-    },
-    // The model's reasoning (Anthropic thinking, reasoning_content): one collapsed "Thinking"
-    // section per step (per phase in team runs), filled as its batched `reasoning` events arrive.
-    reasoning(view, ev) {
-      const key = (ev.data.phase_id || "") + ":" + ev.data.step;
-      if (ev.data.restart) {  // the model call is being retried: drop this step's reasoning so far
-        if (view.reasoning && view.reasoning.key === key) view.reasoning.text.textContent = "";
-        return;
-      }
-      if (!view.reasoning || view.reasoning.key !== key) {
-        if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // the step's answer goes below
-        const text = el("div", { class: "thinking-text" });
-        const card = el("details", { class: "thinking-card", "data-step": String(ev.data.step) },
-          el("summary", {}, el("span", { text: "Thinking" })), text);
-        view.body.append(card);
-        view.reasoning = { key, card, text };
-      }
-      view.reasoning.text.textContent += ev.data.text || "";
-    },
-    tool_call(view, ev) {
-      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }  // text after a tool call starts a new bubble
-      const args = JSON.stringify(ev.data.arguments || {}, null, 2);
-      const what = window.agentkitCards ? window.agentkitCards.call(ev.data.name, ev.data.arguments) : "";
-      const card = el("details", { class: "tool-card", "data-tool": ev.data.name || "", open: "" },
-        el("summary", {}, el("span", { class: "tool-name", text: ev.data.name || "tool" }),
-          el("span", { class: "tool-what", "data-role": "tool-what", text: what }),
-          el("span", { class: "tool-state", text: "running…" })),
-        el("div", { class: "tool-section" }, el("div", { class: "label", text: "arguments" }), el("pre", { class: "args", text: args })));
-      view.body.append(card);
-      card.toolArgs = ev.data.arguments || {};
-      view.cards[ev.data.call_id || ev.data.id || ev.seq] = card;
-    },
-    tool_result(view, ev) {
-      const card = view.cards[ev.data.call_id || ev.data.id] || Object.values(view.cards).pop();
-      if (!card) return;
-      const ok = ev.data.ok !== false;
-      card.classList.add(ok ? "ok" : "failed");
-      const told = window.agentkitCards ? window.agentkitCards.result(ev.data.name, card.toolArgs, ev.data) : { state: ok ? "done" : "error" };
-      card.querySelector(".tool-state").textContent = told.state;
-      if (told.tail) card.querySelector("summary").after(el("div", { class: "tool-section" }, el("div", { class: "label", text: "last lines" }), el("pre", { class: "tail", "data-role": "tail", text: told.tail })));
-      const section = el("div", { class: "tool-section" }, el("div", { class: "label", text: ok ? "result" : "error" }));
-      const extra = ev.data.data || {};
-      if (extra.diff) {
-        section.append(diffView(extra.diff));
-        view.editedFiles += 1;
-      }
-      section.append(toolOutput(ok ? (ev.data.output || "") : ((ev.data.error || "") + (ev.data.output ? "\n" + ev.data.output : ""))));
-      card.append(section);
-    },
-    verification_result(view, ev) {
-      const d = ev.data;
-      const card = el("details", { class: "verify-card " + (d.passed ? "ok" : "failed") },
-        el("summary", {}, el("span", { text: "Verification " + (d.passed ? "passed" : "failed") }), el("span", { class: "tool-state", text: (d.commands || []).join(" · ") })),
-        el("pre", { class: "result", text: [(d.errors || []).join("\n"), d.log || ""].filter(Boolean).join("\n\n") }));
-      view.body.append(card);
-      view.text = null;
-    },
-    final_answer(view, ev) {
-      // Shown already when its step streamed tokens; otherwise (no streaming) show it now.
-      if (!view.streamedSteps.has(ev.data.step) && ev.data.text) {
-        if (!view.text) view.text = newBubble(view, "assistant");
-        setBubble(view.text, ev.data.text, false);
-      } else if (view.text) setBubble(view.text, view.text.raw, false);
-      view.text = null;
-    },
-    error(view, ev) {
-      const e = (ev.data && ev.data.error_struct) || {};
-      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
-      view.body.append(el("div", { class: "bubble error", role: "alert", text: (e.error_code ? "[" + e.error_code + "] " : "") + (e.message || "error") }));
-    },
-    task_finished(view, ev) {
-      if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
-      const status = ev.data.status || "completed";
-      view.finishedAt = Date.parse(ev.ts) || Date.now();
-      setStatus(view, status);
-      if (typeof ev.data.steps === "number") meta(view, "steps", "step " + ev.data.steps);
-      showUsage(view, ev.data.usage || {}, ev.data.cost);
-      conversations.usageFooter(view, ev);  // issue 13: cache writes, hit rate, conversation totals
-      tickClock(view);
-      if (status === "cancelled") {
-        const err = ev.data.error || {};
-        const text = err.error_code === "interrupted" ? "Stopped: " + (err.message || "the run was interrupted.") : "Cancelled by the user.";
-        view.body.append(el("div", { class: "bubble notice", role: "status", text }));
-      }
-      refreshHistory();
-    },
-  };
-
-  function receive(ev) {
-    const t0 = performance.now();
-    onEvent(ev);
-    requestAnimationFrame(() => setTimeout(() => { window.agentkitFrameMs.push(performance.now() - t0); if (window.agentkitFrameMs.length > 5000) window.agentkitFrameMs.splice(0, 1000); }, 0));
-  }
-
-  // team_collab runs phases concurrently, and each phase's events carry its `phase_id`: each
-  // phase streams into its own bubbles (its own "lane": current bubble and streamed steps, as
-  // step numbers restart per phase), so two experts' tokens never share a bubble.
-  function enterLane(view, ev) {
-    const id = ev.data && ev.data.phase_id;
-    if (id == null || ev.type === "phase_started") return null;
-    view.lanes = view.lanes || {};
-    const lane = view.lanes[id] || (view.lanes[id] = { text: null, streamedSteps: new Set(), reasoning: null });
-    lane.outer = { text: view.text, streamedSteps: view.streamedSteps, reasoning: view.reasoning };
-    view.text = lane.text;
-    view.streamedSteps = lane.streamedSteps;
-    view.reasoning = lane.reasoning;
-    return lane;
-  }
-  function leaveLane(view, lane, ev) {
-    if (lane) {
-      lane.text = view.text;
-      lane.reasoning = view.reasoning;
-      view.text = lane.outer.text;
-      view.streamedSteps = lane.outer.streamedSteps;
-      view.reasoning = lane.outer.reasoning;
-    }
-    const ended = ev.type === "task_finished" ? Object.values(view.lanes || {})
-      : lane && (ev.type === "phase_completed" || ev.type === "phase_failed") ? [lane] : [];
-    for (const done of ended) {  // a finished phase's last bubble stops streaming
-      if (done.text) { setBubble(done.text, done.text.raw, false); done.text = null; }
-    }
-  }
-
-  function onEvent(ev) {
-    if (ev.type === "error" && (ev.seq == null)) { protocolError(ev); return; }
-    if (ev.task_id == null || typeof ev.seq !== "number") return;
-    const view = taskView(ev.task_id);
-    if (ev.seq <= view.lastSeq) return;  // already shown
-    if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0) && (ev.type === "task_started" || ev.type === "task_waiting")) chat.adopt(view, ev);
-    view.lastSeq = ev.seq;
-    view.lastEventAt = Date.now();
-    view.thinking.hidden = true;
-    (window.agentkitRendered[ev.task_id] = window.agentkitRendered[ev.task_id] || []).push(ev.seq);
-    if (typeof ev.data.step === "number" && ev.data.step > 0) meta(view, "steps", "step " + ev.data.step);
-    if (ev.type !== "task_finished" && ev.data.usage) showUsage(view, ev.data.usage, ev.data.cost);
-    const lane = enterLane(view, ev);
-    for (const handler of [render[ev.type], window.agentkitRenderers[ev.type]]) {
-      if (handler) try { handler(view, ev); } catch (err) { console.error(err); }
-    }
-    leaveLane(view, lane, ev);
-    if (COMPOSER_EVENTS.includes(ev.type)) { if (chat.composerMode) chat.composerMode(); refreshHistorySoon(); }
-    if (ev.type === "task_started") state.forceScroll = true;
-    scheduleScroll();
-  }
-
-
-  // Follow the stream once per frame (not per event: reading the layout per event costs a
-  // whole-pane layout each time), and only when the reader is at the bottom already.
-  let scrollQueued = false;
-  let wasAtBottom = true;
-  messages.addEventListener("scroll", () => { wasAtBottom = messages.scrollHeight - messages.scrollTop - messages.clientHeight < 200; }, { passive: true });
-  function scheduleScroll() {
-    if (scrollQueued) return;
-    scrollQueued = true;
-    requestAnimationFrame(() => {
-      scrollQueued = false;
-      if (wasAtBottom || state.forceScroll) messages.scrollTop = messages.scrollHeight;
-      state.forceScroll = false;
-    });
-  }
-
-  // Errors that answer a frame (not a task event): a rejected message goes back into the box.
-  function protocolError(ev) {
-    const e = (ev.data && ev.data.error_struct) || {};
-    const text = "[" + (e.error_code || "error") + "] " + (e.message || "");
-    if (state.sent && (ev.task_id == null)) {
-      if (!box.value.trim()) { box.value = state.sent.text; chat.composerCheck(); }
-      state.sent = null;
-      state.awaitingNew = false;
-      messages.querySelectorAll(":scope > .pending-task").forEach((n) => n.remove());
-      showComposerError(text);
-      return;
-    }
-    messages.append(el("div", { class: "bubble error", role: "alert", text }));
-  }
-
   function showComposerError(text) { composerError.textContent = text; composer.classList.toggle("has-error", Boolean(text)); }
-
-  // ── conversations (issue 13) ── follow-ups continue the conversation of the task on screen
-  // ("conversation" in the user_message frame); "New conversation" starts a fresh one; the
-  // sidebar groups tasks by conversation; the footer shows cache reads/writes, the hit rate and
-  // the conversation's totals.
-  const conversations = {
-    current: null,          // conversation id that new messages continue; null = start a new one
-    byTask: {},             // task id -> conversation id
-    started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
-    decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
-    startNew() {
-      chat.navigation += 1;  // an open still loading is dropped
-      state.chose = true;  // the sidebar's first load opens nothing now
-      this.current = null;
-      for (const node of [...messages.children]) node.remove();
-      state.current = null;
-      history.pushState(null, "", "/");
-      chat.showEmpty();
-      box.focus();
-      refreshHistory();
-    },
-    percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
-    usageFooter(view, ev) {
-      const u = ev.data.usage || {};
-      view.footer.textContent += " · cache read " + (u.cache_read_tokens || 0) + ", written " + (u.cache_write_tokens || 0) + ", hit " + this.percent(u.cache_read_tokens || 0, u.input_tokens || 0);
-      const id = this.byTask[ev.task_id];
-      if (!id) return;
-      fetch("/api/conversations/" + id, { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).then((c) => {
-        if (!c) return;
-        const total = el("span", { class: "conversation-usage", "data-role": "conversation-usage",
-          text: " · conversation: " + c.tasks.length + " turn(s), tokens in " + c.usage.input_tokens + ", hit " + this.percent(c.usage.cache_read_tokens, c.usage.input_tokens) + " · $" + (c.usage.cost || 0).toFixed(4) });
-        const old = view.footer.querySelector("[data-role=conversation-usage]");
-        if (old) old.replaceWith(total); else view.footer.append(total);
-      }).catch(() => {});
-    },
-  };
-  window.agentkitChat.conversations = conversations;
-  window.agentkitChat.composerFrame = (frame) => conversations.decorate(frame);
-  render.compression = (view, ev) => {  // the context was compressed (a summary replaced the middle)
-    const d = ev.data || {};
-    if (view.text) { setBubble(view.text, view.text.raw, false); view.text = null; }
-    view.body.append(el("div", { class: "compression-note", role: "note",
-      text: "Context compressed: " + d.tokens_before + " → " + d.tokens_after + " tokens (summary by " + d.summarized_by + ")" }));
-  };
-  (function addNewConversationButton() {
-    const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
-    button.addEventListener("click", () => conversations.startNew());
-    $(".composer-meta").append(button);
-  })();
 
   // ── clock: elapsed time and the "thinking…" state between events ─────────────────────────────
   function tickClock(view) {
@@ -443,40 +169,6 @@
     }
   }, 500);
 
-  // ── socket ───────────────────────────────────────────────────────────────────────────────────
-  function send(frame) {
-    if (state.socket && state.socket.readyState === WebSocket.OPEN) { state.socket.send(JSON.stringify(frame)); return true; }
-    state.pending.push(frame);
-    return false;
-  }
-
-  function connect() {
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    // frames=batch: the server sends the events of one delivery as one {"type": "batch"} frame.
-    const socket = new WebSocket(proto + "//" + location.host + "/ws/chat/?frames=batch");
-    state.socket = socket;
-    socket.addEventListener("open", () => {
-      state.backoff = 500;
-      window.agentkitSocket.opens += 1;
-      document.body.dataset.socket = "open";
-      if (composerError.dataset.offline) { showComposerError(""); delete composerError.dataset.offline; }
-      for (const [id, view] of Object.entries(state.tasks)) send({ type: "resume", task_id: Number(id), after_seq: view.lastSeq });
-      const queued = state.pending.splice(0);
-      for (const frame of queued) socket.send(JSON.stringify(frame));
-    });
-    socket.addEventListener("message", (msg) => {
-      let frame;
-      try { frame = JSON.parse(msg.data); } catch (err) { console.error(err); return; }
-      for (const ev of frame.type === "batch" && Array.isArray(frame.events) ? frame.events : [frame]) {
-        try { receive(ev); } catch (err) { console.error(err); }
-      }
-    });
-    socket.addEventListener("close", () => {
-      document.body.dataset.socket = "closed";
-      setTimeout(connect, state.backoff);
-      state.backoff = Math.min(state.backoff * 2, 10000);
-    });
-  }
 
   // ── history (sidebar.js renders the list; these are the hooks it calls) ──────────────────────
   function refreshHistory() { if (window.agentkitSidebar) window.agentkitSidebar.refresh(); }
@@ -499,6 +191,9 @@
   window.agentkitCsrf = csrfToken;
 
   window.agentkitOpenTask = (taskId) => chat.openTask(taskId);  // issue 14: errors.js opens a retry
-  Object.assign(chat, { el, taskView, attach, conversations, refreshHistory, scheduleScroll, showComposerError, FINISHED, connect });
-  // thread.js, loaded next, opens what the URL names and connects; composer.js comes after it.
+  Object.assign(chat, {
+    el, note, newBubble, setBubble, closeBubble, taskView, attach, meta, setStatus, showUsage, tickClock,
+    showComposerError, refreshHistory, refreshHistorySoon, providers, FINISHED, IDLE,
+  });
+  // turns.js and socket.js come next, then thread.js, which opens what the URL names and connects.
 })();

@@ -1,4 +1,4 @@
-// agentkit chat page: failure handling (issue 14). chat.js calls window.agentkitRenderers[type](view, ev)
+// agentkit chat page: failure handling (issue 14). turns.js calls window.agentkitRenderers[type](view, ev)
 // after its own renderer for that type; `view` is the task's {root, body, ...}.
 // Renders the Recovery tier as notes (recovery_started / recovery_finished) and, when a task ends
 // failed, an error card: message, suggestions, the salvaged diff, the failure's own text for the
@@ -73,7 +73,7 @@
       button.addEventListener("click", () => retry(ev.task_id, button, card));
       card.append(button);
     }
-    // The card takes the place of the plain fatal-error line chat.js showed for the same error.
+    // The card takes the place of the plain fatal-error line turns.js showed for the same error.
     const plain = [...view.body.querySelectorAll(".bubble.error:not(.error-card)")].pop();
     if (plain && e.error_code && plain.textContent.includes("[" + e.error_code + "]")) plain.remove();
     card.classList.add("bubble", "error");

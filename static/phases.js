@@ -1,4 +1,4 @@
-// agentkit chat page: plan_exec rendering. chat.js calls window.agentkitRenderers[type](view, ev)
+// agentkit chat page: plan_exec rendering. turns.js calls window.agentkitRenderers[type](view, ev)
 // after its own renderer for that type (if any); `view` is the task's {root, body, ...}.
 // Renders a phase stepper in the task's header (done / current / skipped phases, the spec's phases
 // as sub-steps of Build, every phase done once the task completed, budgets in words), phase
@@ -26,12 +26,18 @@
     return node;
   }
 
-  // done: passed; current: now; skipped: passed over without running (e.g. straight from
-  // building to delivery); a completed task shows every phase done.
-  function showPhase(view, phase, counters) {
+  // done: passed; current: now; skipped: passed over without running (a run that starts in a
+  // later phase, plan_exec.start_phase; a used-up think budget that goes from planning straight
+  // to verification); a completed task shows every phase it did not skip done. A phase counts as
+  // run once a phase_changed event starts or leaves it (`previous`): task_started only assumes
+  // planning, which a run with another start phase never enters.
+  function showPhase(view, phase, counters, previous) {
     const node = stepper(view);
     const index = PHASES.indexOf(phase);
-    view.phasesSeen.add(phase);
+    if (previous !== undefined) {
+      view.phasesSeen.add(phase);
+      if (previous) view.phasesSeen.add(previous);
+    }
     node.dataset.phase = phase;
     node.querySelectorAll("ol.phases > li").forEach((li, i) => {
       const state = i < index ? (view.phasesSeen.has(PHASES[i]) ? "done" : "skipped") : i === index ? "current" : "";
@@ -47,7 +53,9 @@
   }
   function allDone(view) {
     const node = stepper(view);
-    node.querySelectorAll("ol.phases > li, ol.sub-steps > li").forEach((li) => setState(li, "done"));
+    node.querySelectorAll("ol.phases > li, ol.sub-steps > li").forEach((li) => {
+      if (li.dataset.state !== "skipped") setState(li, "done");
+    });
     node.dataset.phase = "done";
   }
 
@@ -107,13 +115,13 @@
   };
   renderers.phase_changed = (view, ev) => {
     const d = ev.data;
-    showPhase(view, d.phase, d.counters);
+    showPhase(view, d.phase, d.counters, d.previous || null);
     const why = { tool: "", auto: " (automatically, after many steps)", budget: " (think budget used up)", retry: " (verification failed: another round)" }[d.reason] || "";
     note(view, "phase-note", "Phase: " + d.previous + " → " + d.phase + why);
   };
   renderers.task_resumed = (view, ev) => {  // a run that goes on after a process restart
     const d = ev.data;
-    if (d.phase) showPhase(view, d.phase, d.counters);
+    if (d.phase) showPhase(view, d.phase, d.counters, null);
     note(view, "phase-note", "Resumed after a restart" + (d.phase ? " in the " + d.phase + " phase" : "") + ": " + d.steps + " finished steps kept, the spec is not planned again.");
   };
   renderers.phase_violation = (view, ev) => {

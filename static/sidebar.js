@@ -137,7 +137,7 @@
     return el("li", { "data-task-id": String(t.id) }, a);
   }
 
-  // chat.js says which conversation and task are on screen.
+  // thread.js says which conversation and task are on screen.
   function mark(conversation, taskId) {
     const changed = marked.conversation !== conversation || marked.task !== taskId;
     marked = { conversation, task: taskId };

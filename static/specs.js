@@ -1,4 +1,4 @@
-// agentkit chat page: the spec review gate (plan_exec). chat.js calls
+// agentkit chat page: the spec review gate (plan_exec). turns.js calls
 // window.agentkitRenderers[type](view, ev) for each event; `view` is the task's {root, body, ...}.
 // - spec_review_request: a spec card (goal, phases with roles and dependencies, verification
 //   commands, acceptance criteria) with Confirm, and Reject with feedback; the reply goes over the

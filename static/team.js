@@ -1,4 +1,4 @@
-// agentkit chat page: team_collab rendering. chat.js calls window.agentkitRenderers[type](view, ev)
+// agentkit chat page: team_collab rendering. turns.js calls window.agentkitRenderers[type](view, ev)
 // after its own renderer for that type; renderers of other scripts for the same type still run.
 // Renders the team board (a table: each spec phase with its expert, state, duration, check and a
 // link to its notes), phase and rollback notes,

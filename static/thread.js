@@ -1,15 +1,57 @@
 // The chat's thread (issue 30): the pane shows one conversation, oldest turn first; the URL names
 // the conversation and the task (/?c=<conversation>#task-<id>), so Back, Forward and reload work;
 // the task just sent joins the thread on its first event; an empty page offers example prompts.
-// Loaded right after chat.js, whose internals it uses through window.agentkitChat.
+// Loaded after chat.js, turns.js and socket.js, whose parts it uses through window.agentkitChat.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
   const chat = window.agentkitChat;
-  const { state, send, el, taskView, attach, conversations } = chat;
+  const { state, send, el, taskView, attach } = chat;
   const messages = $("#messages");
   const box = $("#message");
   chat.navigation = 0;  // bumped by every open (and "New conversation"): a stale open stops
+
+  // ── conversations (issue 13) ── follow-ups continue the conversation of the task on screen
+  // ("conversation" in the user_message frame); "New conversation" starts a fresh one; the
+  // sidebar groups tasks by conversation; the footer shows cache reads/writes, the hit rate and
+  // the conversation's totals.
+  const conversations = chat.conversations = {
+    current: null,          // conversation id that new messages continue; null = start a new one
+    byTask: {},             // task id -> conversation id
+    started(ev) { if (ev.data && ev.data.conversation) this.byTask[ev.task_id] = ev.data.conversation; },
+    decorate(frame) { if (this.current) frame.conversation = this.current; return frame; },
+    startNew() {
+      chat.navigation += 1;  // an open still loading is dropped
+      state.chose = true;  // the sidebar's first load opens nothing now
+      this.current = null;
+      for (const node of [...messages.children]) node.remove();
+      state.current = null;
+      history.pushState(null, "", "/");
+      chat.showEmpty();
+      box.focus();
+      chat.refreshHistory();
+    },
+    percent(read, total) { return total ? Math.round((100 * read) / total) + "%" : "–"; },
+    usageFooter(view, ev) {
+      const u = ev.data.usage || {};
+      view.footer.textContent += " · cache read " + (u.cache_read_tokens || 0) + ", written " + (u.cache_write_tokens || 0) + ", hit " + this.percent(u.cache_read_tokens || 0, u.input_tokens || 0);
+      const id = this.byTask[ev.task_id];
+      if (!id) return;
+      fetch("/api/conversations/" + id, { credentials: "same-origin" }).then((r) => r.ok ? r.json() : null).then((c) => {
+        if (!c) return;
+        const total = el("span", { class: "conversation-usage", "data-role": "conversation-usage",
+          text: " · conversation: " + c.tasks.length + " turn(s), tokens in " + c.usage.input_tokens + ", hit " + this.percent(c.usage.cache_read_tokens, c.usage.input_tokens) + " · $" + (c.usage.cost || 0).toFixed(4) });
+        const old = view.footer.querySelector("[data-role=conversation-usage]");
+        if (old) old.replaceWith(total); else view.footer.append(total);
+      }).catch(() => {});
+    },
+  };
+  (function addNewConversationButton() {
+    const button = el("button", { type: "button", id: "new-conversation", class: "link", text: "New conversation" });
+    button.addEventListener("click", () => conversations.startNew());
+    $(".composer-meta").append(button);
+  })();
+  chat.composerFrame = (frame) => conversations.decorate(frame);
 
   // The first event of the task just sent: it joins the thread on screen (a new conversation
   // when none was), the URL names it (a new history entry: Back returns to the task before).

@@ -8,7 +8,13 @@ holder ends. Waiting runs take it in the order their tasks were created. The lea
 as its holder's run: a holder that has ended, or whose heartbeat went stale (its process died,
 liveness.py), gives it up to the next run that asks — nothing to clean up after a crash.
 
-A run waiting in this process wakes as soon as a run of this process releases the lease; runs of
+One run per conversation at a time: before that, every turn of a conversation (direct_chat
+too) waits, still `queued`, for the conversation's earlier turns that are unfinished and have a
+live run or are about to get one (`earlier_turn`: "waiting for the conversation's earlier turn
+(task #12)"); a turn parked at its spec review holds nothing. A direct_chat of another
+conversation never waits.
+
+A run waiting in this process wakes as soon as a run of this process ends (`run_ended`); runs of
 other processes are seen within WAIT_POLL_SECONDS.
 """
 
@@ -32,9 +38,12 @@ class Waiting:
     earlier) goes first."""
 
     task_id: int
+    turn: bool = False  # an earlier turn of the conversation (else: the workspace's lease)
 
     @property
     def reason(self) -> str:
+        if self.turn:
+            return f"waiting for the conversation's earlier turn (task #{self.task_id})"
         return f"waiting for task #{self.task_id} on this workspace"
 
 
@@ -45,6 +54,24 @@ def _live(task: Task | None) -> bool:
         and task.run_owner != ""
         and not heartbeat_stale(task.heartbeat_at)
     )
+
+
+def earlier_turn(*, task_id: int, conversation_id: int | None) -> Waiting | None:
+    """Blocking. The conversation's nearest earlier turn that is unfinished and has a live run,
+    or was queued moments ago and has yet to be claimed (an RQ job on its way to a worker)."""
+    if conversation_id is None:
+        return None
+    earlier = (
+        Task.objects.filter(conversation_id=conversation_id, pk__lt=task_id)
+        .exclude(status__in=FINAL_STATUSES | {TaskStatus.PARKED})
+        .order_by("-pk")
+        .only("pk", "status", "run_owner", "heartbeat_at", "created_at")
+    )
+    for task in earlier:
+        unclaimed = task.run_owner == "" and not heartbeat_stale(None, since=task.created_at)
+        if unclaimed or _live(task):
+            return Waiting(task.pk, turn=True)
+    return None
 
 
 def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
@@ -105,7 +132,11 @@ def lease_release(*, task_id: int, workspace_id: int) -> None:
 
 
 def waiting_for(task: Task) -> int | None:
-    """The task whose live run holds the workspace that `task` (queued) waits for, if any."""
+    """The task that `task` (queued) waits for, if any: its conversation's earlier turn, else the
+    one whose live run holds the workspace."""
+    turn = earlier_turn(task_id=task.pk, conversation_id=task.conversation_id)
+    if turn is not None:
+        return turn.task_id
     if task.mode not in LEASED_MODES:
         return None
     lease = WorkspaceLease.objects.filter(workspace_id=task.workspace_id).select_related("task")
@@ -115,9 +146,14 @@ def waiting_for(task: Task) -> int | None:
     return lease.task_id
 
 
-# Runs of this process waiting for a workspace, woken when one of this process's runs releases
-# it (by loop: an asyncio.Event belongs to one loop).
+# Runs of this process waiting for a workspace or a turn, woken when one of this process's runs
+# releases the workspace or ends (by loop: an asyncio.Event belongs to one loop).
 _waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
+
+
+def run_ended(workspace_id: int) -> None:
+    """A run of this process ended: the next turn of its conversation may start."""
+    _released(workspace_id)
 
 
 def _released(workspace_id: int) -> None:
@@ -127,7 +163,7 @@ def _released(workspace_id: int) -> None:
 
 
 async def wait_for_release(workspace_id: int, timeout: float = WAIT_POLL_SECONDS) -> None:
-    """Until a run of this process releases the workspace, or `timeout` passes."""
+    """Until a run of this process releases the workspace or ends, or `timeout` passes."""
     event = asyncio.Event()
     entry = (asyncio.get_running_loop(), event)
     _waiters.setdefault(workspace_id, set()).add(entry)

@@ -2,7 +2,8 @@
 workspace's lease (leases.py), and the way out when its events cannot be stored (ending.py).
 
     claim = await claim_task(task_id)             # None: another live run holds the task
-    taken = await take_workspace(recorder, task, token)   # waits, `queued`, with task_waiting
+    taken = await take_workspace(recorder, task, token)   # its turn, then the workspace: waits,
+                                                          # `queued`, with task_waiting
     ...
     await release(task, claim, leased)           # in the run's finally, run to completion
 
@@ -13,6 +14,7 @@ and how a run ends when its engine could not end it: `abort_run` (a bad workspac
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from asgiref.sync import sync_to_async
 
@@ -22,7 +24,15 @@ from apps.engine.task import TaskResult
 from apps.specs.stage import close_open_reviews
 from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now
 from apps.tasks.failure import scrub_struct
-from apps.tasks.leases import LEASED_MODES, lease_acquire, lease_release, wait_for_release
+from apps.tasks.leases import (
+    LEASED_MODES,
+    Waiting,
+    earlier_turn,
+    lease_acquire,
+    lease_release,
+    run_ended,
+    wait_for_release,
+)
 from apps.tasks.lifecycle import finish_task, run_to_completion
 from apps.tasks.liveness import run_claim, run_release
 from apps.tasks.models import Task
@@ -38,20 +48,31 @@ async def claim_task(task_id: int) -> str | None:
 async def take_workspace(
     recorder: EventRecorder, task: Task, token: CancellationToken
 ) -> bool | None:
-    """Hold the task's workspace before the run changes it: True once held, None for a mode
-    that does not need it (direct_chat), False when the task was cancelled while it waited.
-    While another run holds it, the task stays `queued`; a `task_waiting` event names the task
-    it waits for (again when that changes)."""
+    """Wait for the task's turn in its conversation (the earlier turns end first), then hold its
+    workspace before the run changes it: True once held, None for a mode that does not need it
+    (direct_chat), False when the task was cancelled while it waited. While it waits the task
+    stays `queued`; a `task_waiting` event names the task it waits for (again when that
+    changes)."""
+    said: list[Waiting] = []
+    turn = sync_to_async(earlier_turn, thread_sensitive=False)
+    ask = partial(turn, task_id=task.pk, conversation_id=task.conversation_id)
+    if not await _wait(recorder, task, token, ask, said):
+        return False
     if task.mode not in LEASED_MODES:
         return None
     acquire = sync_to_async(lease_acquire, thread_sensitive=False)
-    said = None
+    ask = partial(acquire, task_id=task.pk, workspace_id=task.workspace_id)
+    return await _wait(recorder, task, token, ask, said)
+
+
+async def _wait(recorder, task, token, ask, said: list[Waiting]) -> bool:
+    """Ask until nobody goes first (True) or the task is cancelled (False)."""
     while True:
-        waiting = await acquire(task_id=task.pk, workspace_id=task.workspace_id)
+        waiting = await ask()
         if waiting is None:
             return True
-        if waiting.task_id != said:
-            said = waiting.task_id
+        if not said or said[-1] != waiting:
+            said.append(waiting)
             await recorder.record(
                 "task_waiting",
                 {
@@ -70,6 +91,8 @@ def _release(task_id: int, workspace_id: int, claim: str | None, leased: bool) -
     try:
         if leased:
             lease_release(task_id=task_id, workspace_id=workspace_id)
+        else:
+            run_ended(workspace_id)  # the conversation's next turn may start
     finally:
         if claim is not None:
             run_release(task_id, claim)

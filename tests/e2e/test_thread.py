@@ -1,7 +1,7 @@
 """The chat as people already know it (issue 30), in real Chromium against a real Daphne server
 with the shipped offline scripted model: Enter sends and Shift+Enter adds a line; a follow-up
-leaves the first turn on screen; a message sent while a turn runs is queued (cancellable) and
-starts after it, never two runs at once; the URL names the conversation and the task, so Back,
+leaves the first turn on screen; a message sent while a turn runs (an Answer too) is queued
+(cancellable) and starts after it, never two runs at once; the URL names the conversation and the task, so Back,
 Forward and reload work; the sidebar lists conversations by their first message, renamable; a
 spec waiting for review says so plainly and takes the box's text as feedback; tool cards say
 what happened; 360 px keeps the conversation most of the height."""
@@ -79,10 +79,13 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     expect(page).to_have_url(re.compile(r"\?c=\d+#task-\d+$"))
     first_url = page.url
 
-    # Sent while the first turn runs: queued in the same thread, below it, with a Cancel button.
-    type_and_enter(page, "hello again")
+    # Sent while the first turn runs, in Answer mode (which needs no workspace): queued in the
+    # same thread, below it, with a Cancel button, until the turn above ends.
+    type_and_enter(page, "hello again", mode="direct_chat")
     second = turn(page, "hello again")
-    expect(second.locator("[data-role=queued-notice]")).to_contain_text("Queued", timeout=15_000)
+    notice = second.locator("[data-role=queued-notice]")
+    expect(notice).to_contain_text("Queued", timeout=15_000)
+    expect(notice).to_contain_text("starts when the turn above")
     expect(second.locator("[data-role=cancel-queued]")).to_be_visible()
     expect(second.locator("[data-role=status]")).to_contain_text("waiting for task #")
     expect(second.locator(".thinking")).to_be_hidden()
@@ -109,7 +112,10 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     finished = next(e for e in events(page, first_id) if e["type"] == "task_finished")
     started = next(e for e in events(page, second_id) if e["type"] == "task_started")
     assert started["ts"] >= finished["ts"]
-    assert any(e["type"] == "task_waiting" for e in events(page, second_id))
+    waited = [e["data"] for e in events(page, second_id) if e["type"] == "task_waiting"]
+    assert waited and waited[0]["waiting_for"] == int(first_id)
+    assert waited[0]["mode"] == "direct_chat"
+    assert "earlier turn" in waited[0]["reason"]
 
     # The sidebar: one conversation, titled by its first message, the latest turn's state.
     conversation = page.locator("#task-history li.conversation").first
