@@ -2,7 +2,7 @@
 
 - `ModelClient`: streams a completion. `apps.engine.llm.gateway.Gateway` is one.
 - `Verifier`: `async (final_answer) -> VerificationOutcome`; the runner adapts the sandboxed
-  verifier (apps/engine/verify.py) to it.
+  verifier (apps/engine/plan/verify/run.py) to it.
 - `Salvager`: what a run that ended in Emergency changed (the runner asks git).
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
 - `CheckpointStore`: where a team_collab run (orchestrator.py) saves each finished phase of its
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apps.engine.llm.types import ChatRequest, StreamDelta
-from apps.engine.spec import SpecDraft
+from apps.engine.plan.spec import SpecDraft
 from apps.engine.task import TaskResult
 
 
@@ -69,7 +69,7 @@ class TaskHooks:
         return None
 
 
-# ── the spec review gate (apps/engine/spec_stage.py) ────────────────────────────────────────────
+# ── the spec review gate (apps/engine/plan/spec_stage.py) ────────────────────────────────────────────
 @dataclass(frozen=True, slots=True)
 class StoredSpec:
     spec_id: int

@@ -19,19 +19,19 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.cancellation import CancellationToken
 from apps.engine.config import AgentkitConfig
+from apps.engine.context.prompt import read_notes
 from apps.engine.llm.gateway import Gateway
-from apps.engine.loop import ReActEngine
-from apps.engine.orchestrator import TeamOrchestrator
-from apps.engine.phase_gate import active_command_filter
-from apps.engine.prompt import read_notes
-from apps.engine.resume import ResumePoint, ResumingPrelude, phase_checkpoint
-from apps.engine.rollback import RollbackExecutor
+from apps.engine.loop.cancellation import CancellationToken
+from apps.engine.loop.react import ReActEngine
+from apps.engine.loop.resume import ResumePoint, ResumingPrelude, phase_checkpoint
+from apps.engine.plan.gate import active_command_filter
+from apps.engine.plan.verify.run import Verifier, answer_verifier
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
+from apps.engine.team.orchestrator import TeamOrchestrator
+from apps.engine.team.rollback import RollbackExecutor
 from apps.engine.tools import ToolSet
-from apps.engine.verify import Verifier, answer_verifier
 from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
@@ -189,7 +189,7 @@ def build_engine(
 ) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
     mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
-    checkpoint, or — `point` given — the interrupted run's state (apps/engine/resume.py)."""
+    checkpoint, or — `point` given — the interrupted run's state (apps/engine/loop/resume.py)."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
         build_tools(ctx, available_tool_names()),
