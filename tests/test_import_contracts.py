@@ -1,4 +1,5 @@
-"""The engine must stay framework-free: lint-imports has to fail when someone imports django there."""
+"""The engine must stay framework-free and free of import cycles: lint-imports has to fail when
+someone imports django there or makes two engine modules import each other."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ def copy_tree(tmp_path: Path) -> Path:
     target = tmp_path / "repo"
     target.mkdir()
     shutil.copy(ROOT / "pyproject.toml", target)
-    shutil.copytree(ROOT / "apps", target / "apps", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("apps", "devtools"):
+        shutil.copytree(
+            ROOT / package, target / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     return target
 
 
@@ -43,3 +47,29 @@ def test_importing_django_inside_the_engine_breaks_the_contract(tmp_path):
     proc = lint(repo)
     assert proc.returncode != 0
     assert "apps.engine.sneaky -> django" in proc.stdout
+
+
+def test_a_function_level_import_cycle_across_engine_packages_breaks_the_contract(tmp_path):
+    repo = copy_tree(tmp_path)
+    events = repo / "apps" / "engine" / "events.py"  # the loop imports events
+    events.write_text(
+        events.read_text()
+        + "\n\ndef engine():\n    from apps.engine.loop.react import ReActEngine\n\n"
+        "    return ReActEngine\n"
+    )
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "no import cycle between the modules of apps.engine BROKEN" in proc.stdout
+    assert "apps.engine.events -> apps.engine.loop.react" in proc.stdout
+
+
+def test_two_modules_of_one_engine_package_importing_each_other_break_both_contracts(tmp_path):
+    repo = copy_tree(tmp_path)
+    spec = repo / "apps" / "engine" / "plan" / "spec.py"  # the planner imports spec
+    spec.write_text(
+        spec.read_text() + "\nfrom apps.engine.plan import planner  # noqa: E402, F401\n"
+    )
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "apps.engine.plan.spec -> apps.engine.plan.planner" in proc.stdout
+    assert "no import cycle inside any package of apps.engine BROKEN" in proc.stdout
