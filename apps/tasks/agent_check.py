@@ -26,7 +26,8 @@ from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.types import ChatRequest, StreamDelta
 from apps.engine.loop.react import ReActEngine
-from apps.engine.plan.verify.run import VerificationResult, Verifier
+from apps.engine.plan.verify.results import VerificationResult
+from apps.engine.plan.verify.run import Verifier
 from apps.engine.sandbox import Sandbox, SandboxUnavailable
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet

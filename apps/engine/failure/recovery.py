@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.engine.config import FallbackChainConfig
 from apps.engine.events import ErrorStruct, Event
-from apps.engine.failure import fallback
+from apps.engine.failure import fallback, structs
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, Message, TextBlock
 from apps.engine.loop.flow import Failed
@@ -120,14 +120,14 @@ async def start_attempt(
     attempt continues the same conversation. Returns the `recovery_started` event."""
     close_dangling_calls(run.messages)
     run.detector.reset()
-    error = run.failure.error or fallback.engine_bug(run.failure)
+    error = run.failure.error or structs.engine_bug(run.failure)
     run.steps += 1
     text, reflection = "", {"ok": False}
     try:
         text = await ask(run, reflect_request(run.messages, run.system, error))
         reflection = {"ok": True, "text": text}
     except LLMError as exc:
-        reflection = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
+        reflection = {"ok": False, "error": structs.from_llm_error(exc).model_dump()}
     run.max_steps = run.steps + max_steps
     run.messages.append(retry_message(error, text))
     return run.event(

@@ -55,7 +55,8 @@ from apps.engine.llm.netio import use_asyncio_backend
 from apps.engine.llm.providers.anthropic import AnthropicProvider
 from apps.engine.llm.providers.base import Provider
 from apps.engine.llm.providers.openai import OpenAIProvider
-from apps.engine.llm.providers.scripted import Script, ScriptedProvider
+from apps.engine.llm.providers.script import Script
+from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.text import StorableStream, storable, storable_call
 from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
 

@@ -43,7 +43,7 @@ from contextlib import aclosing
 from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.context.compressor import Compressor
 from apps.engine.events import Event, tool_call_data, tool_result_data
-from apps.engine.failure import fallback, recovery
+from apps.engine.failure import recovery, structs
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop import setup as run_setup
@@ -149,11 +149,11 @@ class ReActEngine:
                 except Finished as end:
                     run.outcome = end
                 except LLMError as exc:
-                    run.outcome = Failed(error=fallback.from_llm_error(exc), cause=exc)
+                    run.outcome = Failed(error=structs.from_llm_error(exc), cause=exc)
                 except Exception as exc:
                     log.exception("engine error in task %s", task.task_id)
                     crash = exc
-                    run.outcome = Failed(error=fallback.engine_bug(exc), cause=exc)
+                    run.outcome = Failed(error=structs.engine_bug(exc), cause=exc)
                 if run.recoveries:
                     yield run.event("recovery_finished", **recovery.finished_data(run))
                 if crash is None and recovery.may_recover(self.fallback, run):
@@ -169,7 +169,7 @@ class ReActEngine:
                 raise crash
         except (GeneratorExit, asyncio.CancelledError):
             if run.outcome is None:
-                run.outcome = Cancelled(error=fallback.interrupted())
+                run.outcome = Cancelled(error=structs.interrupted())
             raise
         finally:
             for cleanup in run.cleanups:
@@ -186,7 +186,7 @@ class ReActEngine:
             try:
                 run.interrupter.check()  # cancelled, or out of wall time
                 if run.steps >= run.max_steps:
-                    raise OutOfSteps(error=fallback.max_steps_exceeded(run.max_steps))
+                    raise OutOfSteps(error=structs.max_steps_exceeded(run.max_steps))
                 if (tracker := run.tracker) is not None:
                     if events := tracker.begin_step(run.steps + 1):  # the usual step: none
                         for kind, data in events:
@@ -361,8 +361,8 @@ class ReActEngine:
         """The loop detector's verdict on a step (run.detector.record): first detection: warn
         the model (one recovery message); if it goes on: stop."""
         if verdict.fatal:
-            raise LoopStopped(error=fallback.loop_detected(verdict))
-        warning = fallback.loop_suspected(verdict)
+            raise LoopStopped(error=structs.loop_detected(verdict))
+        warning = structs.loop_suspected(verdict)
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 

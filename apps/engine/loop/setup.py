@@ -9,7 +9,7 @@ from typing import Protocol
 
 from apps.engine.config import AgentkitConfig, LoopDetectionConfig
 from apps.engine.context.prompt import build_system_prompt, canonical_tools
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.llm.types import Message
 from apps.engine.loop.cancellation import CancellationToken, Interrupter
 from apps.engine.loop.detection import LoopDetector
@@ -100,14 +100,14 @@ def arm(config: AgentkitConfig, run: RunState, cancel: CancellationToken | None)
     interrupter = run.interrupter = Interrupter()
     wall = config.react.max_wall_seconds
     timer = asyncio.get_running_loop().call_later(
-        wall, interrupter.interrupt, lambda: TimedOut(error=fallback.wall_time_exceeded(wall))
+        wall, interrupter.interrupt, lambda: TimedOut(error=structs.wall_time_exceeded(wall))
     )
     run.cleanups.append(timer.cancel)
     if cancel is not None:
         run.cleanups.append(
             cancel.subscribe(
                 lambda reason: interrupter.interrupt(
-                    lambda: Cancelled(error=fallback.cancelled(reason))
+                    lambda: Cancelled(error=structs.cancelled(reason))
                 )
             )
         )

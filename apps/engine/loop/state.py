@@ -12,7 +12,7 @@ from typing import Any
 from apps.engine import events
 from apps.engine.context.compressor import PromptSize
 from apps.engine.events import Event, EventType
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.llm.types import ChatResponse, Message, TextBlock, ToolSpec, Usage
 from apps.engine.loop.cancellation import Interrupter
 from apps.engine.loop.detection import LoopDetector
@@ -94,7 +94,7 @@ class RunState:
         }
 
     def result(self) -> TaskResult:
-        end = self.outcome or Cancelled(error=fallback.interrupted())
+        end = self.outcome or Cancelled(error=structs.interrupted())
         return TaskResult(
             task_id=self.task.task_id,
             status=end.status,

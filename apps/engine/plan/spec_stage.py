@@ -32,7 +32,7 @@ from typing import Any
 
 from apps.engine.config.specs import SpecReviewConfig
 from apps.engine.events import Event
-from apps.engine.failure.fallback import cancelled as cancelled_error
+from apps.engine.failure.structs import cancelled as cancelled_error
 from apps.engine.llm.types import Message
 from apps.engine.loop.cancellation import CancellationToken, Interrupter
 from apps.engine.loop.flow import Cancelled, Failed, Finished, Parked

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from apps.engine.config import AgentkitConfig
 from apps.engine.events import Event
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.llm.errors import LLMError
 from apps.engine.llm.types import ChatRequest, Message
 from apps.engine.loop.flow import GaveUp, Redirect, SandboxMissing, Submitted, VerificationFailed
@@ -34,7 +34,7 @@ async def finish(
         try:
             outcome = await run.interrupter.guard(verifier(answer))
         except SandboxUnavailable as exc:
-            raise SandboxMissing(answer, fallback.sandbox_unavailable(exc)) from None
+            raise SandboxMissing(answer, structs.sandbox_unavailable(exc)) from None
         async for event in check(run, answer, outcome, config, ask):
             yield event
     limit = config.limits.answer_chars  # a longer one is cut here, whole in the task's result
@@ -60,11 +60,9 @@ async def check(
     for kind, data in move.events:
         yield run.event(kind, **data)
     if move.action == "fail":
-        raise VerificationFailed(
-            answer, fallback.verification_failed(record.attempt, record.errors)
-        )
+        raise VerificationFailed(answer, structs.verification_failed(record.attempt, record.errors))
     if move.action == "give_up":
-        error = fallback.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
+        error = structs.gave_up_after_reflections(run.tracker.reflect_used, record.errors)
         raise GaveUp(answer, error)
     if move.action == "reinject":
         message = reflexion.reinjection(record, limit)
@@ -91,7 +89,7 @@ async def reflect(
         data: dict[str, Any] = {"ok": True, "text": text}
         message = reflexion.reflection_message(text, record, limit)
     except LLMError as exc:
-        data = {"ok": False, "error": fallback.from_llm_error(exc).model_dump()}
+        data = {"ok": False, "error": structs.from_llm_error(exc).model_dump()}
         message = reflexion.reinjection(record, limit)
     counters = tracker.counters()
     event = run.event(

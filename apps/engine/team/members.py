@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from apps.engine.events import ErrorStruct
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.plan.spec import PhaseSpec, SpecDraft
 from apps.engine.ports import PhaseCheckpoint
 from apps.engine.task import AgentTask, TaskResult, UsageTotals
@@ -158,5 +158,5 @@ def crashed_result(task: AgentTask, crash: BaseException | None) -> TaskResult:
     if isinstance(crash, SnapshotError):
         error = phase_error("snapshot_failed", str(crash))
     else:
-        error = fallback.engine_bug(crash or RuntimeError("the phase ended without a result"))
+        error = structs.engine_bug(crash or RuntimeError("the phase ended without a result"))
     return TaskResult(task_id=task.task_id, status="failed", error=error)

@@ -1,6 +1,6 @@
-"""TeamOrchestrator: team_collab runs a confirmed spec (spec.py) with a team of experts.
+"""TeamOrchestrator: team_collab runs a confirmed spec (plan/spec.py) with a team of experts.
 
-Given no spec, run() first runs the spec stage (planner + review gate, spec_stage.py, the same as
+Given no spec, run() first runs the spec stage (planner + review gate, plan/spec_stage.py, the same as
 plan_exec's) after its `task_started`: the confirmed spec is then executed; a review that timed
 out ends the task parked, nothing run.
 
@@ -12,12 +12,9 @@ exactly one `task_started` and one `task_finished`, and exactly one lifecycle ho
 run()'s one `finally`. A phase's run is translated: its start and end become `phase_started` and
 `phase_completed` / `phase_failed`; its other events pass through with `phase_id` added.
 
-A failed phase (seed 001 KTD8): `phase_failed` → its dependents `phase_failed` (never run) →
-its `validation_command`, if set → when that fails (or is not set) and a `rollback_command` is
-set, the RollbackExecutor runs it in the sandbox (`phase_rollback_started` → `_completed` |
-`_failed`; `@snapshot` restores the git snapshot taken before the phase) → the phase's
-checkpoint is saved unless its rollback failed. Phases that do not depend on it go on. A task
-with a failed phase fails with an `error_struct` naming it: never a fallback to react.
+A failed phase: `phase_failed` → its dependents `phase_failed` (never run) → validation, rollback
+and checkpoint (failed_phase.py). Phases that do not depend on it go on. A task with a failed
+phase fails with an `error_struct` naming it: never a fallback to react.
 
 Checkpoints (ports.CheckpointStore): every completed phase is saved; a run started with
 checkpoints already stored (a task resumed after a restart) does not run the completed phases
@@ -37,7 +34,7 @@ from typing import Any
 from apps.engine.config import AgentkitConfig
 from apps.engine.config.team import ExpertConfig, team_experts, team_templates
 from apps.engine.events import ErrorStruct, Event, EventType
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.loop.flow import Finished
 from apps.engine.loop.react import ReActEngine
@@ -45,6 +42,7 @@ from apps.engine.plan.phases import PhasePolicy, PhaseState
 from apps.engine.plan.spec import SNAPSHOT, PhaseSpec, SpecDraft
 from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
 from apps.engine.task import AgentTask, TaskResult
+from apps.engine.team.failed_phase import FailedPhase, save_checkpoint
 from apps.engine.team.members import (
     crashed_result,
     dependency_failed,
@@ -57,7 +55,7 @@ from apps.engine.team.members import (
     totals,
     with_planning,
 )
-from apps.engine.team.rollback import CommandOutcome, GitSnapshots, RollbackExecutor, SnapshotError
+from apps.engine.team.rollback import GitSnapshots, RollbackExecutor, SnapshotError
 from apps.engine.team.setup import StageRun, TeamSetupError, check_team, snapshot_warnings
 
 log = logging.getLogger(__name__)
@@ -179,13 +177,13 @@ class TeamOrchestrator:
             yield event("task_finished", **result.event_data(self.config.limits.answer_chars))
         except (GeneratorExit, asyncio.CancelledError):
             result = result or TaskResult(
-                task_id=task.task_id, status="cancelled", error=fallback.interrupted()
+                task_id=task.task_id, status="cancelled", error=structs.interrupted()
             )
             raise
         except Exception as exc:  # a bug of the orchestrator or a port: the run still ends
             log.exception("team_collab orchestration failed for task %s", task.task_id)
             result = TaskResult(
-                task_id=task.task_id, status="failed", error=fallback.engine_bug(exc)
+                task_id=task.task_id, status="failed", error=structs.engine_bug(exc)
             )
             yield event("error", step=0, fatal=True, error_struct=result.error.model_dump())
             yield event("task_finished", **result.event_data(self.config.limits.answer_chars))
@@ -198,9 +196,7 @@ class TeamOrchestrator:
                     await job
             await self._fire_hook(
                 result
-                or TaskResult(
-                    task_id=task.task_id, status="cancelled", error=fallback.interrupted()
-                )
+                or TaskResult(task_id=task.task_id, status="cancelled", error=structs.interrupted())
             )
 
     async def _take_baseline(self, task: AgentTask) -> None:
@@ -289,7 +285,9 @@ class TeamOrchestrator:
                 status[phase.id] = "completed"
                 finals[phase.id] = result.final
                 yield event("phase_completed", **phase_data(phase), **result_data(result))
-                await self._save(phase.id, "completed", result, snapshots.get(phase.id, ""))
+                await save_checkpoint(
+                    self.checkpoints, phase.id, "completed", result, snapshots.get(phase.id, "")
+                )
                 continue
             if result.status == "cancelled":
                 cancelled = True
@@ -306,13 +304,16 @@ class TeamOrchestrator:
                         error_struct=dependency_failed(dependent, phase.id).model_dump(),
                     )
             if not cancelled:
-                async for rollback_event in self._roll_back(phase, result, snapshots, event):
+                failed = FailedPhase(
+                    phase, result, self.commands, self._snapshots(None), self.checkpoints
+                )
+                async for rollback_event in failed.roll_back(snapshots, event):
                     yield rollback_event
         if cancelled or (cancel is not None and cancel.cancelled):
             yield TaskResult(
                 task_id=task.task_id,
                 status="cancelled",
-                error=fallback.cancelled("cancelled by the user"),
+                error=structs.cancelled("cancelled by the user"),
                 **totals(results),
             )
             return
@@ -377,62 +378,6 @@ class TeamOrchestrator:
             queue.put_nowait(_Done(phase.id, None, exc, snapshot))
             return
         queue.put_nowait(_Done(phase.id, result, snapshot=snapshot))
-
-    # ── failure: validation → rollback → checkpoint (seed 001 KTD8) ────────────────────────────
-    async def _roll_back(self, phase: PhaseSpec, result: TaskResult, snapshots, event):
-        rolled_back = False
-        if phase.validation_command:
-            check = await self.commands.run(phase.validation_command)
-            if check.passed:  # the workspace is still sound: nothing to undo
-                await self._save(phase.id, "failed", result, snapshots.get(phase.id, ""))
-                return
-        if phase.rollback_command:
-            data = {**phase_data(phase), "command": phase.rollback_command}
-            if phase.validation_command:
-                data["validation"] = check.event_data()
-            yield event("phase_rollback_started", **data)
-            if phase.rollback_command != SNAPSHOT:
-                outcome = await self.commands.run(phase.rollback_command)
-            elif phase.id in snapshots:
-                outcome = await self._snapshots(None).restore(snapshots[phase.id])
-            else:
-                outcome = CommandOutcome(
-                    SNAPSHOT,
-                    False,
-                    -1,
-                    "no snapshot to restore: none was taken before this phase (@snapshot needs "
-                    "a git repository at the workspace root; see the phase's error)",
-                )
-            if outcome.passed:
-                yield event(
-                    "phase_rollback_completed",
-                    **phase_data(phase),
-                    **outcome.event_data(),
-                    snapshot_ref=snapshots.get(phase.id, ""),
-                )
-                rolled_back = True
-            else:
-                yield event(
-                    "phase_rollback_failed",
-                    **phase_data(phase),
-                    **outcome.event_data(),
-                    checkpoint_saved=False,
-                )
-                return  # R21: a failed rollback never persists a checkpoint
-        status = "rolled_back" if rolled_back else "failed"
-        await self._save(phase.id, status, result, snapshots.get(phase.id, ""))
-
-    async def _save(self, phase_id: str, status: str, result: TaskResult, ref: str) -> None:
-        if self.checkpoints is None:
-            return
-        counters = {
-            "final": result.final,
-            "steps": result.steps,
-            "usage": result.usage.model_dump(mode="json"),
-            "cost": result.cost,
-            "phases": result.phases,
-        }
-        await self.checkpoints.save(PhaseCheckpoint(phase_id, status, counters, ref))
 
     async def _fire_hook(self, result: TaskResult) -> None:
         hook = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.engine.events import ErrorStruct
-from apps.engine.failure import fallback
+from apps.engine.failure import structs
 from apps.engine.llm.types import Message
 from apps.engine.loop.cancellation import CancellationToken, Interrupter
 from apps.engine.loop.flow import Cancelled
@@ -105,7 +105,7 @@ class StageRun:
         self._unsubscribe = (
             cancel.subscribe(
                 lambda reason: interrupter.interrupt(
-                    lambda: Cancelled(error=fallback.cancelled(reason))
+                    lambda: Cancelled(error=structs.cancelled(reason))
                 )
             )
             if cancel is not None

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from apps.engine.config import ConfigError, parse_config
-from apps.engine.failure import fallback as failures
+from apps.engine.failure import structs
 from apps.engine.failure.fallback import EmergencyError, EmergencyRules, scrub
 from apps.engine.llm import errors as llm
 from apps.engine.loop.flow import (
@@ -27,10 +27,10 @@ from apps.engine.task import TaskResult
 @pytest.mark.parametrize(
     ("exc", "code", "retryable"),
     [
-        (TimedOut(error=failures.wall_time_exceeded(5)), "timeout", True),
+        (TimedOut(error=structs.wall_time_exceeded(5)), "timeout", True),
         (Failed(cause=llm.LLMTimeoutError("read timed out")), "timeout", True),
-        (LoopStopped(error=failures.interrupted()), "loop_detected", True),
-        (OutOfSteps(error=failures.max_steps_exceeded(3)), "max_steps_exceeded", False),
+        (LoopStopped(error=structs.interrupted()), "loop_detected", True),
+        (OutOfSteps(error=structs.max_steps_exceeded(3)), "max_steps_exceeded", False),
         (llm.RateLimitError(429, retry_after=2.0), "llm_failure", True),
         (llm.AuthenticationError(401), "llm_failure", False),
         (llm.LLMStatusError(400, {"error": {"message": "bad"}}), "llm_failure", False),
@@ -38,11 +38,11 @@ from apps.engine.task import TaskResult
         (llm.LLMStatusError(500), "llm_failure", True),
         (llm.LLMConnectionError("stream cut"), "llm_failure", True),
         (
-            VerificationFailed(error=failures.verification_failed(2, ["x"])),
+            VerificationFailed(error=structs.verification_failed(2, ["x"])),
             "verification_failed",
             False,
         ),
-        (SandboxMissing(error=failures.interrupted()), "sandbox_unavailable", False),
+        (SandboxMissing(error=structs.interrupted()), "sandbox_unavailable", False),
         (SandboxUnavailable("no bwrap"), "sandbox_unavailable", False),
         (RuntimeError("boom"), "internal_error", False),
         (Failed(cause=KeyError("x")), "internal_error", False),
@@ -68,7 +68,7 @@ def test_llm_failures_are_told_apart_by_message():
 
 
 @pytest.mark.parametrize(
-    "exc", [Cancelled(error=failures.cancelled("stop")), asyncio.CancelledError()]
+    "exc", [Cancelled(error=structs.cancelled("stop")), asyncio.CancelledError()]
 )
 def test_cancellation_is_never_classified(exc):
     with pytest.raises(TypeError, match="propagates"):

@@ -12,7 +12,7 @@ import pytest
 
 from apps.engine.config import parse_config
 from apps.engine.llm.gateway import Gateway
-from apps.engine.llm.providers.scripted import DEMO_SCRIPT, SCRIPTS_DIR
+from apps.engine.llm.providers.script import DEMO_SCRIPT, SCRIPTS_DIR
 from apps.engine.loop.react import ReActEngine
 from apps.engine.plan.gate import active_command_filter
 from apps.engine.plan.verify.run import Verifier, answer_verifier

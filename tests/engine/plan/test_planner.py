@@ -74,7 +74,7 @@ async def test_a_revision_is_asked_with_the_rejected_spec_and_the_feedback():
 
 
 async def test_the_demo_script_plans_plan_and_team_goals_and_their_revisions():
-    from apps.engine.llm.providers.scripted import DEMO_SCRIPT
+    from apps.engine.llm.providers.script import DEMO_SCRIPT
 
     gateway = Gateway.for_script(DEMO_SCRIPT)
     goal = "fix the failing test in tests/test_slug.py"
