@@ -11,22 +11,12 @@ cancellation of the same task still propagates untouched. Between waits, `check(
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 from asyncio import current_task
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 T = TypeVar("T")
-
-# `current_task(loop)` without its call: on Python 3.11 it is a Python function that reads this
-# dict (asyncio/tasks.py); guard() asks it at every wait, several a step (the loop's hot path).
-# From 3.12 it is C, and later versions keep the current task elsewhere: the public function.
-task_of = current_task
-if sys.version_info[:2] == (3, 11):
-    from asyncio.tasks import _current_tasks  # type: ignore[attr-defined]
-
-    task_of = _current_tasks.get
 
 
 class CancellationToken:
@@ -111,7 +101,7 @@ class Interrupter:
         if self._cause is not None:
             _discard(awaitable)
             raise self._cause()
-        task = task_of(self._loop)  # current_task(loop): the run's loop, no look-up of it
+        task = current_task(self._loop)
         self._waiting = task
         try:
             result = await awaitable

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.engine import events
 from apps.engine.context.compressor import PromptSize
 from apps.engine.events import Event, EventType
 from apps.engine.failure import structs
@@ -21,11 +20,6 @@ from apps.engine.loop.streaming import DeltaBatcher
 from apps.engine.plan.phases import PhaseTracker
 from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
 from apps.engine.tools import ToolSet
-
-# RunState.event_of makes Event.trusted's events inline, with its names bound here: several events
-# a step, each without the classmethod's call and look-ups (tests/engine/test_hot_path.py)
-_new, _now, _TRUSTED_FIELDS = object.__new__, datetime.now, events.TRUSTED_FIELDS
-_set_dict, _set_fields, _set_extra, _set_private = events.TRUSTED_SETTERS
 
 
 @dataclass(eq=False, slots=True)
@@ -69,18 +63,9 @@ class RunState:
         return self.event_of(type, data)
 
     def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
-        """event(type, **data) without copying `data`: a fresh dict the caller gives away.
-        `Event.trusted(type, task_id, seq, now, data)`, written out (the loop's hot path)."""
-        self.seq = seq = self.seq + 1
-        event = _new(Event)
-        ts = _now(UTC)
-        _set_dict(
-            event, {"type": type, "task_id": self.task.task_id, "seq": seq, "ts": ts, "data": data}
-        )
-        _set_fields(event, _TRUSTED_FIELDS)
-        _set_extra(event, None)
-        _set_private(event, None)
-        return event
+        """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
+        self.seq += 1
+        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from apps.engine.loop.cancellation import CancellationToken, Interrupter, task_of
+from apps.engine.loop.cancellation import CancellationToken, Interrupter
 
 
 class Stop(Exception):
@@ -123,21 +123,19 @@ def test_unsubscribed_listener_is_not_called():
     assert seen == []
 
 
-async def test_task_of_answers_what_current_task_answers_in_and_outside_tasks():
-    loop = asyncio.get_running_loop()
+async def test_an_interrupt_stops_only_the_task_waiting_in_its_guard_among_several():
+    interrupters = []
 
-    async def in_a_task() -> tuple[object, object]:
-        await asyncio.sleep(0)
-        return task_of(loop), asyncio.current_task(loop)
+    async def waiting(index: int) -> str:
+        interrupter = Interrupter()
+        interrupters.append(interrupter)
+        try:
+            await interrupter.guard(asyncio.sleep(0.3))
+        except Stop:
+            return f"{index} stopped"
+        return f"{index} slept"
 
-    pairs = await asyncio.gather(*(in_a_task() for _ in range(3)))
-    assert all(mine is theirs is not None for mine, theirs in pairs)
-    assert len({id(mine) for mine, _ in pairs}) == 3  # each its own task
-    outside = loop.create_future()  # a callback of the loop runs in no task
-    loop.call_soon(lambda: outside.set_result((task_of(loop), asyncio.current_task(loop))))
-    assert await outside == (None, None)
-    other = asyncio.new_event_loop()  # a loop that is not running: no task of its own
-    try:
-        assert task_of(other) is asyncio.current_task(other) is None
-    finally:
-        other.close()
+    tasks = [asyncio.create_task(waiting(index)) for index in range(3)]
+    await asyncio.sleep(0.01)
+    interrupters[1].interrupt(Stop)  # from outside the waiting task: the one in guard() stops
+    assert await asyncio.gather(*tasks) == ["0 slept", "1 stopped", "2 slept"]
