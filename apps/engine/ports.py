@@ -16,6 +16,7 @@ one place that persists and broadcasts them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,6 +24,8 @@ from typing import Any, Protocol
 from apps.engine.llm.types import ChatRequest, StreamDelta
 from apps.engine.plan.spec import SpecDraft
 from apps.engine.task import TaskResult
+
+log = logging.getLogger(__name__)
 
 
 class ModelClient(Protocol):
@@ -67,6 +70,22 @@ class TaskHooks:
     async def on_task_parked(self, result: TaskResult) -> None:
         """The spec review timed out: the task waits, parked, for a later decision."""
         return None
+
+
+async def fire_hook(hooks: TaskHooks, result: TaskResult) -> None:
+    """The one hook for how the run ended (a run that gave up is a failure for whoever learns
+    from outcomes, seed 000 KTD-8). A hook that raises is logged: it cannot change the outcome."""
+    hook = {
+        "completed": hooks.on_task_complete,
+        "failed": hooks.on_task_failed,
+        "cancelled": hooks.on_task_cancelled,
+        "gave_up_after_reflections": hooks.on_task_failed,
+        "parked": hooks.on_task_parked,
+    }[result.status]
+    try:
+        await hook(result)
+    except Exception:
+        log.exception("%s raised for task %s", hook.__name__, result.task_id)
 
 
 # ── the spec review gate (apps/engine/plan/spec_stage.py) ────────────────────────────────────────────

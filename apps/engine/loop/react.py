@@ -5,13 +5,14 @@ batched `token` events, its reasoning as batched `reasoning` events; the reply's
 blocks stay on its assistant message for the next call), then either runs the tool calls the
 model made — every mistake of the model (unknown tool, bad arguments, a failing tool) comes back
 to it as the tool message — or, when it called no tool, takes the reply as the final answer:
-verified if a verifier is given and the mode has verification on, then submitted. `direct_chat` is a single step without tools.
+verified if a verifier is given and the mode has verification on, then submitted. `direct_chat`
+is a single step without tools.
 
 `plan_exec` is the same loop with a PhaseTracker (plan/phases.py): before a tool runs, the phase's
 whitelist and shell filter are checked (plan/gate.py; a refused call is a `phase_violation`
-observation and still a step); `advance_phase` is answered here; step budgets may force the move to verification or
-send the best answer to the gate. A verification failure starts a new round of work, after a
-reflection (reflexion.py) once re-injections are used up; none left → `gave_up_after_reflections`.
+observation and still a step); `advance_phase` is answered here; step budgets may force the move
+to verification or send the best answer to the gate. A failed verification starts another round
+(after a reflection, plan/reflexion.py, once re-injections are used up); then it gives up.
 
 Control flow inside a step uses a tiny exception family (loop/flow.py): `Redirect(*messages)` appends
 messages for the model and takes another step (caught in the step loop, `_steps`); `Finished`
@@ -25,11 +26,9 @@ propagates. Exactly one lifecycle hook fires, in run()'s one `finally`, so no ex
 consumer that stops reading included — can skip it.
 
 A `prelude` (plan_exec's spec stage, plan/spec_stage.py: plan, review) runs after task_started.
-State: RunState (loop/state.py), set up by loop/setup.py; the engine keeps none. Helpers:
-loop/streaming.py, loop/detection.py, loop/cancellation.py, context/prompt.py,
-context/compressor.py, plan/verification_gate.py (verify, re-inject, reflect, give up),
-plan/reflexion.py, plan/phases.py, plan/gate.py, failure/fallback.py (error structs, Emergency),
-failure/recovery.py.
+State: RunState (loop/state.py), set up by loop/setup.py; the engine keeps none. The helpers are
+this package's modules, context/, plan/ (verification_gate: verify, re-inject, reflect, give up)
+and failure/ (structs, Emergency, Recovery).
 """
 
 from __future__ import annotations
@@ -62,7 +61,7 @@ from apps.engine.loop.state import RunState
 from apps.engine.plan import gate as phase_gate
 from apps.engine.plan import reflexion, verification_gate
 from apps.engine.plan.phases import PhasePolicy
-from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier
+from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier, fire_hook
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.tools import ToolResult, ToolSet
 
@@ -174,7 +173,7 @@ class ReActEngine:
         finally:
             for cleanup in run.cleanups:
                 cleanup()
-            await self._fire_hook(run.result())
+            await fire_hook(self.hooks, run.result())
 
     # ── the steps ──────────────────────────────────────────────────────────────────────────────
     async def _steps(self, run: RunState) -> AsyncIterator[Event]:
@@ -365,21 +364,6 @@ class ReActEngine:
         warning = structs.loop_suspected(verdict)
         yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
         raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
-
-    # ── set-up and tear-down ───────────────────────────────────────────────────────────────────
-    async def _fire_hook(self, result: TaskResult) -> None:
-        hook = {
-            "completed": self.hooks.on_task_complete,
-            "failed": self.hooks.on_task_failed,
-            "cancelled": self.hooks.on_task_cancelled,
-            # Gave up is a failure for whoever learns from outcomes (seed 000 KTD-8).
-            "gave_up_after_reflections": self.hooks.on_task_failed,
-            "parked": self.hooks.on_task_parked,
-        }[result.status]
-        try:
-            await hook(result)
-        except Exception:  # a hook cannot change the outcome of the run (seed 000 KTD-4)
-            log.exception("%s raised for task %s", hook.__name__, result.task_id)
 
 
 _NO_RESPONSE = "the model stream ended without a final response"

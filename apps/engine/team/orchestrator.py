@@ -40,7 +40,7 @@ from apps.engine.loop.flow import Finished
 from apps.engine.loop.react import ReActEngine
 from apps.engine.plan.phases import PhasePolicy, PhaseState
 from apps.engine.plan.spec import SNAPSHOT, PhaseSpec, SpecDraft
-from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks
+from apps.engine.ports import CheckpointStore, PhaseCheckpoint, TaskHooks, fire_hook
 from apps.engine.task import AgentTask, TaskResult
 from apps.engine.team.failed_phase import FailedPhase, save_checkpoint
 from apps.engine.team.members import (
@@ -194,9 +194,12 @@ class TeamOrchestrator:
             for job in running.values():
                 with suppress(BaseException):
                     await job
-            await self._fire_hook(
+            await fire_hook(
+                self.hooks,
                 result
-                or TaskResult(task_id=task.task_id, status="cancelled", error=structs.interrupted())
+                or TaskResult(
+                    task_id=task.task_id, status="cancelled", error=structs.interrupted()
+                ),
             )
 
     async def _take_baseline(self, task: AgentTask) -> None:
@@ -378,19 +381,6 @@ class TeamOrchestrator:
             queue.put_nowait(_Done(phase.id, None, exc, snapshot))
             return
         queue.put_nowait(_Done(phase.id, result, snapshot=snapshot))
-
-    async def _fire_hook(self, result: TaskResult) -> None:
-        hook = {
-            "completed": self.hooks.on_task_complete,
-            "failed": self.hooks.on_task_failed,
-            "cancelled": self.hooks.on_task_cancelled,
-            "gave_up_after_reflections": self.hooks.on_task_failed,
-            "parked": self.hooks.on_task_parked,
-        }[result.status]
-        try:
-            await hook(result)
-        except Exception:  # a hook cannot change the outcome of the run
-            log.exception("%s raised for task %s", hook.__name__, result.task_id)
 
 
 def _maker(kind: str, data: dict[str, Any]) -> Callable[[Callable[..., Event]], Event]:
