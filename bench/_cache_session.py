@@ -21,7 +21,7 @@ import yaml
 
 from apps.engine.config import SandboxConfig, parse_config
 from apps.engine.llm.gateway import Gateway
-from apps.engine.loop import ReActEngine
+from apps.engine.loop.react import ReActEngine
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet

@@ -51,8 +51,8 @@ from pathlib import Path
 from apps.engine.config import parse_config
 from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.types import ChatRequest, Message, ToolCall
-from apps.engine.loop import ReActEngine
-from apps.engine.phases import PhasePolicy, PhaseState
+from apps.engine.loop.react import ReActEngine
+from apps.engine.plan.phases import PhasePolicy, PhaseState
 from apps.engine.task import AgentTask
 from apps.engine.tools import Tool, ToolResult, ToolSet
 from bench._harness import report, summarize
@@ -362,8 +362,8 @@ async def marginal_step() -> dict:
 def phase_checks_us(steps: int = 20_000) -> float:
     """What plan_exec adds to a step on its own, in a tight loop: the step's bookkeeping, the
     whitelist check of its tool call, the shell-filter binding around the call."""
-    from apps.engine.phase_gate import bind_command_filter, gate_call, reset_command_filter
-    from apps.engine.phases import Budgets, PhaseTracker
+    from apps.engine.plan.gate import bind_command_filter, gate_call, reset_command_filter
+    from apps.engine.plan.phases import Budgets, PhaseTracker
 
     tracker = PhaseTracker.start(NOOP_POLICY, Budgets(10**9, 10**9, 1))
     call, known = ToolCall("c", "noop", {}), {"noop"}

@@ -344,8 +344,8 @@ import json
 from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from apps.engine.phases import PhaseTracker
-from apps.engine.phase_gate import gate_call
+from apps.engine.plan.phases import PhaseTracker
+from apps.engine.plan.gate import gate_call
 from apps.engine.llm.types import ToolCall
 from apps.specs.models import Spec
 from apps.tasks.conf import agent_config

@@ -1,7 +1,8 @@
 """The import contracts of pyproject.toml hold, and fail when broken: the engine stays
-framework-free (no django there), the Django apps have no import cycles (lint-imports'
-acyclic_siblings, and the whole module graph here: a cycle through two apps is not a sibling
-cycle)."""
+framework-free (no django there); no two modules anywhere in apps/ or agentkit_site import each
+other, directly or not (devtools/import_contracts.py's acyclic_modules over grimp's whole graph,
+function-level imports included; acyclic_siblings inside each package; and the module graph
+checked here too: a cycle through two apps is not a sibling cycle)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def copy_tree(tmp_path: Path) -> Path:
     target = tmp_path / "repo"
     target.mkdir()
     shutil.copy(ROOT / "pyproject.toml", target)
-    for package in ("apps", "agentkit_site"):
+    for package in ("apps", "agentkit_site", "devtools"):
         shutil.copytree(
             ROOT / package, target / package, ignore=shutil.ignore_patterns("__pycache__")
         )
@@ -128,3 +129,30 @@ def test_a_cycle_through_two_apps_is_found(tmp_path):
     proc = lint(repo)
     assert proc.returncode != 0
     assert "the specs' domain sits below the tasks' run machinery BROKEN" in proc.stdout
+    assert "no import cycle between the modules of apps and agentkit_site BROKEN" in proc.stdout
+
+
+def test_a_function_level_import_cycle_across_engine_packages_breaks_the_contract(tmp_path):
+    repo = copy_tree(tmp_path)
+    events = repo / "apps" / "engine" / "events.py"  # the loop imports events
+    events.write_text(
+        events.read_text()
+        + "\n\ndef engine():\n    from apps.engine.loop.react import ReActEngine\n\n"
+        "    return ReActEngine\n"
+    )
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "no import cycle between the modules of apps and agentkit_site BROKEN" in proc.stdout
+    assert "apps.engine.events -> apps.engine.loop.react" in proc.stdout
+
+
+def test_two_modules_of_one_engine_package_importing_each_other_break_both_contracts(tmp_path):
+    repo = copy_tree(tmp_path)
+    spec = repo / "apps" / "engine" / "plan" / "spec.py"  # the planner imports spec
+    spec.write_text(
+        spec.read_text() + "\nfrom apps.engine.plan import planner  # noqa: E402, F401\n"
+    )
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "apps.engine.plan.spec -> apps.engine.plan.planner" in proc.stdout
+    assert "no import cycle inside any package of apps.engine BROKEN" in proc.stdout

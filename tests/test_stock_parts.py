@@ -116,3 +116,37 @@ def test_the_serving_stack_runs_as_shipped():
     assert protocol.pformat is pprint.pformat
     assert "write" not in vars(tcp.Connection)  # Twisted's inherited write, not a replacement
     assert not getattr(tcp.Connection.write, "at_once", False)
+
+
+# What the engine once used to save a microsecond a step (issue 31): CPython's C JSON encoder
+# made by hand, asyncio's task dict, slot descriptors set by hand instead of an initializer.
+ENGINE_SHORTCUTS = {"c_make_encoder", "_current_tasks", "__set__"}
+
+
+def engine_shortcuts(source: str, where: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in {"apps", "__future__"}:
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{where}:{node.lineno}: imports private {alias.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in ENGINE_SHORTCUTS:
+            found.append(f"{where}:{node.lineno}: uses {node.attr}")
+    return found
+
+
+def test_the_engine_takes_no_shortcut_through_the_standard_librarys_private_parts():
+    former = "\n".join(
+        [
+            "from asyncio.tasks import _current_tasks",
+            "encoder = json.encoder.c_make_encoder(None)",
+            "_set_dict = BaseModel.__dict__['__dict__'].__set__",
+        ]
+    )
+    assert len(engine_shortcuts(former, "former.py")) == 3
+    found = []
+    for path in sorted((ROOT / "apps" / "engine").rglob("*.py")):
+        found += engine_shortcuts(path.read_text(), str(path.relative_to(ROOT)))
+    assert found == []

@@ -25,7 +25,7 @@ What the engine itself emits, with its `data`:
                          rides along as final_full, which the runner stores as the task's result
                          and takes out of the event)
 
-plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
+plan_exec runs (apps/engine/plan/phases.py, apps/engine/plan/reflexion.py) also emit:
 
     phase_changed        phase, previous, reason (tool|auto|budget|retry), allowed_tools, counters
     phase_violation      step, call_id, tool, phase, allowed_tools, message, hint
@@ -34,17 +34,17 @@ plan_exec runs (apps/engine/phases.py, apps/engine/reflexion.py) also emit:
 
 `counters` = {phase, round, step, steps_in_phase, think_used, verify_used, reflect_used,
 budgets}: what phases.reconstruct() rebuilds an interrupted run's state from. A plan_exec run
-that goes on from an interrupted one (apps/engine/resume.py) emits, after its spec stage:
+that goes on from an interrupted one (apps/engine/loop/resume.py) emits, after its spec stage:
 
     task_resumed         phase, steps, restored_messages, llm_calls, counters (+ reason: the runner)
-react runs with the failure chain (apps/engine/fallback.py, runner-started tasks) also emit:
+react runs with the failure chain (apps/engine/failure/fallback.py, runner-started tasks) also emit:
 
     recovery_started     step, attempt, max_retries, error_struct (the failed attempt's),
                          reflection {ok, text | error}
     recovery_finished    attempt, ok, status, error_struct (null when ok)
 
 and `task_finished` gains `salvage` {source, diff, files} when an Emergency end salvaged edits.
-plan_exec runs with a spec stage (apps/engine/spec_stage.py) emit, between task_started and the
+plan_exec runs with a spec stage (apps/engine/plan/spec_stage.py) emit, between task_started and the
 first step:
 
     spec_review_request  spec_review_id ("<spec_id>:spec_review"), spec_id, revision, goal, spec
@@ -53,7 +53,7 @@ first step:
                          timed_out | cancelled), feedback — exactly one per request
 
 and a run whose review timed out ends with `task_finished` status `parked`.
-team_collab runs (apps/engine/orchestrator.py) have the same spec stage, then per spec phase:
+team_collab runs (apps/engine/team/orchestrator.py) have the same spec stage, then per spec phase:
 
     phase_started        phase_id, title, role, depends_on, model, tools
     phase_completed      phase_id, title, role, depends_on, status, final, steps, usage, cost
@@ -133,29 +133,10 @@ class Event(BaseModel):
     def trusted(
         cls, type: EventType, task_id: int | str, seq: int, ts: datetime, data: dict[str, Any]
     ) -> Event:
-        """An event from values the engine made itself (RunState.event), without validation:
-        the same model, fields and dump as `Event(...)`, in a fraction of the time (an event
-        per streamed batch and two per tool call: the loop's hot path). `data` is taken as
-        given, not copied: pass a dict nothing else will change."""
-        event = _new(cls)  # RunState.event_of writes this out: change both together
-        _set_dict(event, {"type": type, "task_id": task_id, "seq": seq, "ts": ts, "data": data})
-        _set_fields(event, TRUSTED_FIELDS)
-        _set_extra(event, None)
-        _set_private(event, None)
-        return event
-
-
-# Every field of a trusted event is set: one fields-set for them all (pydantic never changes a
-# frozen model's; model_copy copies it before it adds to it).
-TRUSTED_FIELDS = {"type", "task_id", "seq", "ts", "data"}
-_new = object.__new__
-# BaseModel's slots (__dict__ included), set through their descriptors: what model_construct sets
-# with object.__setattr__, cheaper
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields = BaseModel.__pydantic_fields_set__.__set__  # type: ignore[attr-defined]
-_set_extra = BaseModel.__pydantic_extra__.__set__  # type: ignore[attr-defined]
-_set_private = BaseModel.__pydantic_private__.__set__  # type: ignore[attr-defined]
-TRUSTED_SETTERS = (_set_dict, _set_fields, _set_extra, _set_private)
+        """An event from values the engine made itself (RunState.event), without validation
+        (pydantic's `model_construct`): the same model, fields and dump as `Event(...)`. `data`
+        is taken as given, not copied: pass a dict nothing else will change."""
+        return cls.model_construct(type=type, task_id=task_id, seq=seq, ts=ts, data=data)
 
 
 class ErrorStruct(BaseModel):

@@ -2,7 +2,7 @@
 
 - `ModelClient`: streams a completion. `apps.engine.llm.gateway.Gateway` is one.
 - `Verifier`: `async (final_answer) -> VerificationOutcome`; the runner adapts the sandboxed
-  verifier (apps/engine/verify.py) to it.
+  verifier (apps/engine/plan/verify/run.py) to it.
 - `Salvager`: what a run that ended in Emergency changed (the runner asks git).
 - `TaskHooks`: lifecycle hooks, exactly one of which fires once at the end of every run.
 - `CheckpointStore`: where a team_collab run (orchestrator.py) saves each finished phase of its
@@ -16,13 +16,16 @@ one place that persists and broadcasts them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apps.engine.llm.types import ChatRequest, StreamDelta
-from apps.engine.spec import SpecDraft
+from apps.engine.plan.spec import SpecDraft
 from apps.engine.task import TaskResult
+
+log = logging.getLogger(__name__)
 
 
 class ModelClient(Protocol):
@@ -69,7 +72,23 @@ class TaskHooks:
         return None
 
 
-# ── the spec review gate (apps/engine/spec_stage.py) ────────────────────────────────────────────
+async def fire_hook(hooks: TaskHooks, result: TaskResult) -> None:
+    """The one hook for how the run ended (a run that gave up is a failure for whoever learns
+    from outcomes, seed 000 KTD-8). A hook that raises is logged: it cannot change the outcome."""
+    hook = {
+        "completed": hooks.on_task_complete,
+        "failed": hooks.on_task_failed,
+        "cancelled": hooks.on_task_cancelled,
+        "gave_up_after_reflections": hooks.on_task_failed,
+        "parked": hooks.on_task_parked,
+    }[result.status]
+    try:
+        await hook(result)
+    except Exception:
+        log.exception("%s raised for task %s", hook.__name__, result.task_id)
+
+
+# ── the spec review gate (apps/engine/plan/spec_stage.py) ────────────────────────────────────────────
 @dataclass(frozen=True, slots=True)
 class StoredSpec:
     spec_id: int

@@ -83,7 +83,7 @@ class TaskResult(BaseModel):
     cost: float = 0.0  # USD
     error: ErrorStruct | None = None  # why it failed or was cancelled
     verification: list[VerificationRecord] = Field(default_factory=list)
-    # plan_exec: the phase counters at the end (apps/engine/phases.py), None in other modes.
+    # plan_exec: the phase counters at the end (apps/engine/plan/phases.py), None in other modes.
     phases: dict[str, Any] | None = None
     # Emergency (fallback.py): what the failed run changed, {"source", "diff", "files"}.
     salvage: dict[str, Any] | None = None

@@ -28,7 +28,7 @@ from jsonschema.exceptions import SchemaError
 
 from apps.engine.llm.text import storable, storable_value
 from apps.engine.llm.types import ToolSpec
-from apps.engine.schema_check import Check, compile_check
+from apps.engine.loop.schema_check import Check, compile_check
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from apps.engine.spec import spec_review_id
+from apps.engine.plan.spec import spec_review_id
 from apps.specs import selectors, services
 from apps.specs.models import SpecStatus
 from apps.tasks import executors

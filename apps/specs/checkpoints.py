@@ -8,7 +8,7 @@ still `running` (or `awaiting_review`) whose heartbeat is older than
 (apps/tasks/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
 the chat page's Resume). team_collab
 resumes from its phase checkpoints (finished spec phases are not run again); plan_exec from the
-confirmed spec and its stored events (apps/engine/resume.py: no replanning, the engine phase,
+confirmed spec and its stored events (apps/engine/loop/resume.py: no replanning, the engine phase,
 budgets and conversation where they were).
 """
 
@@ -20,8 +20,8 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
+from apps.engine.plan.spec import SpecDraft
 from apps.engine.ports import PhaseCheckpoint
-from apps.engine.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
@@ -155,9 +155,9 @@ def task_resume(*, task, force: bool = False) -> None:
 
 
 def resume_point_for(task_id: int):
-    """plan_exec: where the task's next run goes on from (apps/engine/resume.py), from its
+    """plan_exec: where the task's next run goes on from (apps/engine/loop/resume.py), from its
     stored events; None when no step of an earlier run finished."""
-    from apps.engine.resume import RESUME_EVENT_TYPES, resume_point
+    from apps.engine.loop.resume import RESUME_EVENT_TYPES, resume_point
     from apps.tasks.models import TaskEvent
 
     rows = (

@@ -9,9 +9,9 @@ import time
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.config_specs import SpecReviewConfig
+from apps.engine.config.specs import SpecReviewConfig
+from apps.engine.plan.spec import SpecDraft
 from apps.engine.ports import ReviewDecision, StoredSpec
-from apps.engine.spec import SpecDraft
 from apps.specs import selectors, services
 from apps.specs.models import Spec
 

@@ -1,5 +1,5 @@
 """Specs: the plan a planner drafts for a task (one row per revision), its phases, and the review a
-person gives it before execution. The draft itself is `apps.engine.spec.SpecDraft`, stored as JSON
+person gives it before execution. The draft itself is `apps.engine.plan.spec.SpecDraft`, stored as JSON
 (`Spec.draft`) and mirrored into `SpecPhase` rows that track each phase's progress."""
 
 from __future__ import annotations
@@ -118,11 +118,11 @@ class SpecReview(models.Model):
 
 
 class Checkpoint(models.Model):
-    """A spec phase that ended in a team_collab run (apps/engine/orchestrator.py): what a run
+    """A spec phase that ended in a team_collab run (apps/engine/team/orchestrator.py): what a run
     resumed after a restart needs to skip it. Saved only when the phase completed, or failed
     with no rollback or a rollback that worked (seed 001 R21). A plan_exec run saves one when
     its spec is confirmed (`spec`) and one per engine phase it leaves (planning, building...,
-    with the phase counters; apps/engine/resume.py)."""
+    with the phase counters; apps/engine/loop/resume.py)."""
 
     spec = models.ForeignKey(Spec, on_delete=models.CASCADE, related_name="checkpoints")
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="checkpoints")

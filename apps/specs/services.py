@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from apps.engine.spec import SpecDraft, parse_spec_review_id, spec_review_id
+from apps.engine.plan.spec import SpecDraft, parse_spec_review_id, spec_review_id
 from apps.specs.checkpoints import spec_stale
 from apps.specs.models import PhaseStatus, ReviewDecision, Spec, SpecPhase, SpecReview, SpecStatus
 from apps.tasks.errors import ApplicationError

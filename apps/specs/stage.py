@@ -7,10 +7,10 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from apps.engine.config import AgentkitConfig
-from apps.engine.config_team import team_templates
-from apps.engine.planner import Planner
-from apps.engine.spec import SpecDraft
-from apps.engine.spec_stage import SpecStage
+from apps.engine.config.team import team_templates
+from apps.engine.plan.planner import Planner
+from apps.engine.plan.spec import SpecDraft
+from apps.engine.plan.spec_stage import SpecStage
 from apps.specs.gate import DatabaseReviewGate
 from apps.specs.selectors import spec_reviews_unrecorded
 from apps.specs.services import spec_reviews_close_pending

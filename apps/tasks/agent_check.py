@@ -25,11 +25,12 @@ from typing import Any
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.types import ChatRequest, StreamDelta
-from apps.engine.loop import ReActEngine
+from apps.engine.loop.react import ReActEngine
+from apps.engine.plan.verify.results import VerificationResult
+from apps.engine.plan.verify.run import Verifier
 from apps.engine.sandbox import Sandbox, SandboxUnavailable
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
-from apps.engine.verify import VerificationResult, Verifier
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 

@@ -123,12 +123,12 @@ def task_payload(task, user=None) -> dict:
     return payload | failure_fields(task, user)
 
 
-# ── failure handling (apps/engine/fallback.py) ──────────────────────────────────────────────────
+# ── failure handling (apps/engine/failure/fallback.py) ──────────────────────────────────────────────────
 def failure_fields(task, user=None) -> dict:
     """Keys only a failed or retried task has: error_struct {error_code, message, suggestions,
     retryable}, error_message (the human-readable form), salvage, retry_of, and original_error
     for the task's owner. A task without them keeps the payload it always had."""
-    from apps.engine.fallback import EmergencyError
+    from apps.engine.failure.fallback import EmergencyError
 
     extra: dict = {}
     if task.retry_of_id is not None:

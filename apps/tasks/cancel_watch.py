@@ -12,7 +12,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.cancellation import CancellationToken
+from apps.engine.loop.cancellation import CancellationToken
 from apps.tasks.models import Task
 
 log = logging.getLogger(__name__)

@@ -12,16 +12,16 @@ from typing import Any
 
 from apps.engine.config import AgentkitConfig
 from apps.engine.llm.gateway import Gateway
-from apps.engine.loop import ReActEngine
-from apps.engine.orchestrator import TeamOrchestrator
-from apps.engine.phase_gate import active_command_filter
-from apps.engine.prompt import read_notes
-from apps.engine.resume import ResumePoint, ResumingPrelude
-from apps.engine.rollback import RollbackExecutor
+from apps.engine.loop.react import ReActEngine
+from apps.engine.team.orchestrator import TeamOrchestrator
+from apps.engine.plan.gate import active_command_filter
+from apps.engine.context.prompt import read_notes
+from apps.engine.loop.resume import ResumePoint, ResumingPrelude
+from apps.engine.team.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
-from apps.engine.verify import Verifier, answer_verifier
+from apps.engine.plan.verify.run import Verifier, answer_verifier
 from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints

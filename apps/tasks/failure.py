@@ -1,4 +1,4 @@
-"""The Django side of failure handling (apps/engine/fallback.py): salvage of what a failed task
+"""The Django side of failure handling (apps/engine/failure/fallback.py): salvage of what a failed task
 changed in its workspace (git when the workspace is under git, else the editor's diffs), and the
 scrubbing of internal paths and secrets out of error texts before they are stored or shown."""
 
@@ -13,8 +13,8 @@ from typing import Any
 from django.conf import settings
 
 from apps.engine.config import AgentkitConfig
-from apps.engine.fallback import scrub
-from apps.engine.recovery import edits_salvage
+from apps.engine.failure.fallback import scrub
+from apps.engine.failure.recovery import edits_salvage
 
 GIT_TIMEOUT_SECONDS = 10.0
 MAX_SALVAGE_CHARS = 200_000

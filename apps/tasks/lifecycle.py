@@ -77,7 +77,7 @@ class RunnerHooks(TaskHooks):
         await self._learn(result, self._failure_fields(result))
 
     def _failure_fields(self, result: TaskResult) -> dict:
-        from apps.engine.fallback import scrub
+        from apps.engine.failure.fallback import scrub
 
         original = result.original_error or ""
         return {

@@ -105,7 +105,7 @@ class Task(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     cost = models.FloatField(default=0.0)
     client_msg_id = models.CharField(max_length=100, blank=True, default="")
-    # Failure handling (apps/engine/fallback.py): what a task ended in Emergency changed, the
+    # Failure handling (apps/engine/failure/fallback.py): what a task ended in Emergency changed, the
     # failure's own text (scrubbed; its owner only), and the failed task a retry repeats.
     salvage = models.JSONField(null=True, blank=True)
     original_error = models.TextField(blank=True, default="")

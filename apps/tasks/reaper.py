@@ -10,7 +10,7 @@ never got one and was queued that long ago, and is not waiting in RQ's queue —
   when its process died; it changed nothing yet);
 - ended `cancelled` when a cancel was asked for it;
 - resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec
-  (apps/engine/resume.py; at most MAX_HANDOVERS times, then it is ended as below);
+  (apps/engine/loop/resume.py; at most MAX_HANDOVERS times, then it is ended as below);
 - else ended `failed` with error_code `interrupted` (ending.py: an `error` and `task_finished`
   event, so every socket and API client sees the end).
 

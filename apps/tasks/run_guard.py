@@ -18,8 +18,8 @@ from functools import partial
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.cancellation import CancellationToken
 from apps.engine.events import ErrorStruct
+from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.task import TaskResult
 from apps.specs.stage import close_open_reviews
 from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.cancellation import CancellationToken
+from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.llm.gateway import Gateway
-from apps.engine.resume import phase_checkpoint
+from apps.engine.loop.resume import phase_checkpoint
 from apps.engine.task import AgentTask
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import close_open_reviews, record_missing_resolutions

@@ -144,7 +144,7 @@ def scripted_engine(turns, *, tools=(), cfg=None, chunk_delay=0.0, **engine_kwar
     """A ReActEngine on the real gateway playing `turns` in process; returns (engine, provider)
     where provider.requests records every request the model received."""
     from apps.engine.llm.gateway import Gateway
-    from apps.engine.loop import ReActEngine
+    from apps.engine.loop.react import ReActEngine
     from apps.engine.tools import ToolSet
 
     cfg = cfg or config()

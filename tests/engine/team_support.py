@@ -8,15 +8,15 @@ import asyncio
 import subprocess
 from pathlib import Path
 
-from apps.engine.config_team import DEFAULT_EXPERTS
+from apps.engine.config.team import DEFAULT_EXPERTS
 from apps.engine.llm.gateway import Gateway
-from apps.engine.loop import ReActEngine
-from apps.engine.orchestrator import TeamOrchestrator
+from apps.engine.loop.react import ReActEngine
+from apps.engine.plan.spec import SpecDraft
 from apps.engine.ports import PhaseCheckpoint
-from apps.engine.rollback import RollbackExecutor
 from apps.engine.sandbox import Sandbox
-from apps.engine.spec import SpecDraft
 from apps.engine.task import AgentTask
+from apps.engine.team.orchestrator import TeamOrchestrator
+from apps.engine.team.rollback import RollbackExecutor
 from apps.engine.tools import Tool, ToolResult, ToolSet
 from tests.engine.helpers import config, no_sleep
 

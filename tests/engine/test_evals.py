@@ -9,11 +9,11 @@ from apps.engine.evals.humaneval import STUB_BODY, problems
 from apps.engine.evals.policies import PolicyProvider, decide, subtly_wrong
 from apps.engine.llm.gateway import Gateway
 from apps.engine.llm.types import ChatRequest, Message, ToolCall, ToolSpec
-from apps.engine.loop import ReActEngine
+from apps.engine.loop.react import ReActEngine
+from apps.engine.plan.verify.run import Verifier, answer_verifier
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
-from apps.engine.verify import Verifier, answer_verifier
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from tests.engine.helpers import collect, config, no_sleep, of_type
@@ -40,7 +40,7 @@ def hidden_lines():
 async def test_wrong_first_in_plan_exec_is_corrected_by_the_failing_test_and_no_prompt_leaks(
     tmp_path,
 ):
-    from apps.engine.phase_gate import active_command_filter
+    from apps.engine.plan.gate import active_command_filter
 
     root = workspace(tmp_path)
     cfg = config(streaming={"flush_interval_ms": 0})

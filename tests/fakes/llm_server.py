@@ -77,7 +77,8 @@ from typing import Any
 
 from apps.engine.llm.cachesim import BreakpointCache, PrefixCache, estimate_tokens
 from apps.engine.llm.errors import ScriptExhaustedError
-from apps.engine.llm.providers.scripted import ScriptedProvider, ScriptTurn
+from apps.engine.llm.providers.script import ScriptTurn
+from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.types import ToolCall
 from tests.fakes import llm_checks as checks
 from tests.fakes import llm_wire as wire

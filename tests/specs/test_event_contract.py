@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from apps.engine.events import EVENT_TYPES
-from apps.engine.spec import parse_spec_review_id, spec_review_id
+from apps.engine.plan.spec import parse_spec_review_id, spec_review_id
 from tests.tasks.factories import make_user
 
 pytestmark = pytest.mark.django_db

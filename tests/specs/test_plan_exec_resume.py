@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from apps.engine.planner import parse_draft
+from apps.engine.plan.planner import parse_draft
 from apps.specs.models import Spec
 from apps.specs.services import spec_review_open, spec_set_status, spec_store
 from apps.tasks.liveness import HEARTBEAT_SECONDS

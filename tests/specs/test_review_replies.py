@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from apps.engine.planner import parse_draft
+from apps.engine.plan.planner import parse_draft
 from apps.specs.models import Spec, SpecReview
 from apps.specs.services import spec_review_open, spec_store
 from apps.tasks.models import Task

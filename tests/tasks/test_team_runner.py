@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from apps.engine.spec import SpecDraft
+from apps.engine.plan.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase
 from apps.tasks.models import Task
 from apps.tasks.runner import run_task

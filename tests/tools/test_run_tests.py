@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from apps.engine.config import VerificationConfig
+from apps.engine.plan.verify.run import Verifier
 from apps.engine.sandbox import Sandbox
 from apps.engine.tools import ToolResult, ToolSet
-from apps.engine.verify import Verifier
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import build_tools, tool_class
 from apps.tools.builtin.run_tests import RunTestsTool

@@ -174,7 +174,7 @@ async def test_schema_requires_a_command(shell):
 
 async def test_no_sandbox_backend_is_an_error_the_model_sees(monkeypatch, workspace):
     none_work = tuple(BackendProbe(name, False, "missing") for name in sandbox_module.BACKENDS)
-    monkeypatch.setattr(sandbox_module, "probe_backends", lambda: none_work)
+    monkeypatch.setattr("apps.engine.sandbox.properties.probe_backends", lambda: none_work)
     tools = shell_for(workspace, sandbox=Sandbox(mode="auto"))
     result = await run(tools, command="touch x")
     assert result.error_code == "sandbox_unavailable"

@@ -28,12 +28,8 @@ from typing import Any
 
 from apps.engine.config import AgentkitConfig, ModelConfig
 from apps.engine.evals.humaneval import MODULE_FILE, STUB_BODY, TESTS_FILE, Problem, problem_in
-from apps.engine.llm.providers.scripted import (
-    ScriptedProvider,
-    ScriptToolCall,
-    ScriptTurn,
-    answered_message,
-)
+from apps.engine.llm.providers.script import ScriptToolCall, ScriptTurn
+from apps.engine.llm.providers.scripted import ScriptedProvider, answered_message
 from apps.engine.llm.types import ChatRequest, Message
 
 POLICIES = ("null", "oracle", "wrong_first")

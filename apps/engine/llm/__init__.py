@@ -16,7 +16,8 @@ from apps.engine.llm.errors import (
     ScriptExhaustedError,
 )
 from apps.engine.llm.gateway import Gateway, cost_of
-from apps.engine.llm.providers.scripted import DEMO_SCRIPT, Script, ScriptedProvider, load_script
+from apps.engine.llm.providers.script import DEMO_SCRIPT, Script, load_script
+from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.types import (
     ChatRequest,
     ChatResponse,

@@ -51,11 +51,12 @@ from apps.engine.llm.errors import (
     LLMConnectionError,
     LLMError,
 )
-from apps.engine.llm.netio import use_asyncio_backend
+from apps.engine.llm.netio import AsyncioTransport
 from apps.engine.llm.providers.anthropic import AnthropicProvider
 from apps.engine.llm.providers.base import Provider
 from apps.engine.llm.providers.openai import OpenAIProvider
-from apps.engine.llm.providers.scripted import Script, ScriptedProvider
+from apps.engine.llm.providers.script import Script
+from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.text import StorableStream, storable, storable_call
 from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
 
@@ -94,12 +95,13 @@ def http_client(
     context, asyncio's sockets (netio.py: no selector re-registration per read). A gateway
     opens one of its own unless it is given one to share."""
     timeout = config.llm.timeout
-    client = httpx.AsyncClient(
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=keepalive)
+    return httpx.AsyncClient(
         timeout=httpx.Timeout(timeout.read, connect=timeout.connect),
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=keepalive),
+        limits=limits,
         verify=tls_context(),
+        transport=AsyncioTransport(ssl_context=tls_context(), limits=limits),
     )
-    return use_asyncio_backend(client)
 
 
 class Gateway:

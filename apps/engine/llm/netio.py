@@ -9,13 +9,14 @@ is an asyncio `Protocol`: the transport stays registered and hands over whatever
 `read()` returns buffered bytes at once and waits only on an empty buffer. TLS is asyncio's
 own (`loop.start_tls`, the context the caller passes: the gateway's verifying one).
 
-`use_asyncio_backend(client)` puts it under an httpx client's connection pool; everything above
-the socket (HTTP/1.1, pooling, keep-alive, the httpx API) stays httpx's and httpcore's.
+`AsyncioTransport` puts it under an httpx client (`httpx.AsyncClient(transport=...)`): everything
+above the socket (HTTP/1.1, pooling, keep-alive, the httpx API) stays httpx's and httpcore's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import select
 import socket
 import ssl
@@ -264,12 +265,91 @@ def _with_options(
     return AsyncioStream(transport, connection)
 
 
-def use_asyncio_backend(client: httpx.AsyncClient) -> httpx.AsyncClient:
-    """Make `client`'s own transport read through `AsyncioBackend` (its HTTP/1.1 pool, limits,
-    TLS context and retries stay as httpx built them; proxy transports mounted from the
-    environment keep httpx's backend). Returns the client."""
-    transport = getattr(client, "_transport", None)
-    pool = getattr(transport, "_pool", None)
-    if isinstance(pool, httpcore.AsyncConnectionPool):
-        pool._network_backend = AsyncioBackend()
-    return client
+# httpcore's errors as httpx's, most specific first (what httpx's own transport raises)
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def _as_httpx_errors():
+    try:
+        yield
+    except Exception as exc:
+        for theirs, ours in _ERRORS:
+            if isinstance(exc, theirs):
+                raise ours(str(exc)) from exc
+        raise
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    async def __aiter__(self):
+        with _as_httpx_errors():
+            async for chunk in self.stream:
+                yield chunk
+
+    async def aclose(self) -> None:
+        close = getattr(self.stream, "aclose", None)
+        if close is not None:
+            with _as_httpx_errors():
+                await close()
+
+
+class AsyncioTransport(httpx.AsyncBaseTransport):
+    """An httpx transport: httpcore's HTTP/1.1 connection pool (limits, keep-alive) reading
+    through `AsyncioBackend`, built with both libraries' public APIs. Proxies that httpx mounts
+    from the environment keep httpx's own transport."""
+
+    def __init__(self, *, ssl_context: ssl.SSLContext, limits: httpx.Limits | None = None):
+        limits = limits or httpx.Limits(max_connections=100, max_keepalive_connections=20)
+        self.backend = AsyncioBackend()
+        self.pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=False,
+            network_backend=self.backend,
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors():
+            response = await self.pool.handle_async_request(core_request)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseStream(response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()

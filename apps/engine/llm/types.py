@@ -39,48 +39,14 @@ class ToolCall:
     synthetic_id: bool = False
 
 
-_sorted_json = json.JSONEncoder(sort_keys=True).encode  # json.dumps(..., sort_keys=True)
-# The C encoder json.dumps(..., sort_keys=True) makes on every call, made once (CPython): the
-# same text, without the Python layers around it. No circular-reference bookkeeping: anything
-# it cannot encode (a cycle included) goes to _sorted_json, which raises what json.dumps does.
-_c_encoder = (
-    json.encoder.c_make_encoder(
-        None,  # markers: no circular check
-        _sorted_json.__self__.default,
-        json.encoder.encode_basestring_ascii,
-        None,  # indent
-        ": ",
-        ", ",
-        True,  # sort_keys
-        False,  # skipkeys
-        True,  # allow_nan
-    )
-    if json.encoder.c_make_encoder is not None
-    else None
-)
-_last_sorted: tuple[object, str] = (None, "")
-
-
-def sorted_json(value: Any) -> str:
-    """json.dumps(value, sort_keys=True)."""
-    if _c_encoder is not None:
-        try:
-            return "".join(_c_encoder(value, 0))
-        except Exception:  # the plain path below raises json.dumps's own error
-            pass
-    return _sorted_json(value)
+# json.dumps(value, sort_keys=True) builds this encoder on every call; one, made once, is the same
+sorted_json = json.JSONEncoder(sort_keys=True).encode
+"""json.dumps(value, sort_keys=True): the same bytes for the same value (prompt caching)."""
 
 
 def sorted_arguments(call: ToolCall) -> str:
-    """`json.dumps(call.arguments, sort_keys=True)`. The engine needs it twice a call, a step
-    apart (loop detection, then the prompt's size), so the text of the latest call is kept and
-    given again for the same call: a ToolCall and its arguments are not changed once made."""
-    global _last_sorted
-    last, text = _last_sorted
-    if last is not call:
-        text = sorted_json(call.arguments)
-        _last_sorted = (call, text)
-    return text
+    """`json.dumps(call.arguments, sort_keys=True)`: a call's arguments as the model sees them."""
+    return sorted_json(call.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,39 +85,6 @@ class Message:
     is_error: bool = False  # role == "tool": the tool reported an error
     # role == "assistant": the reasoning blocks its reply began with, sent back unmodified
     thinking: tuple[ThinkingBlock, ...] = ()
-
-    # Written out (dataclass keeps an __init__ of the class body): the generated one of a frozen
-    # dataclass calls object.__setattr__ per field; setting the slots through their descriptors
-    # is about a third cheaper, and the engine makes messages every step. Same signature and
-    # defaults as the fields (tests/engine/test_hot_path.py checks).
-    def __init__(
-        self,
-        role: Role,
-        content: str = "",
-        tool_calls: tuple[ToolCall, ...] = (),
-        tool_call_id: str | None = None,
-        name: str | None = None,
-        is_error: bool = False,
-        thinking: tuple[ThinkingBlock, ...] = (),
-    ) -> None:
-        _message_role(self, role)
-        _message_content(self, content)
-        _message_tool_calls(self, tool_calls)
-        _message_tool_call_id(self, tool_call_id)
-        _message_name(self, name)
-        _message_is_error(self, is_error)
-        _message_thinking(self, thinking)
-
-
-(
-    _message_role,
-    _message_content,
-    _message_tool_calls,
-    _message_tool_call_id,
-    _message_name,
-    _message_is_error,
-    _message_thinking,
-) = (Message.__dict__[name].__set__ for name in Message.__slots__)
 
 
 @dataclass(slots=True)
@@ -206,32 +139,6 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     structured: StructuredOutput | None = None
-
-    def __init__(  # written out as Message's, for the same reason: one per model call
-        self,
-        messages: tuple[Message, ...],
-        system: tuple[TextBlock, ...] = (),
-        tools: tuple[ToolSpec, ...] = (),
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        structured: StructuredOutput | None = None,
-    ) -> None:
-        _request_messages(self, messages)
-        _request_system(self, system)
-        _request_tools(self, tools)
-        _request_max_tokens(self, max_tokens)
-        _request_temperature(self, temperature)
-        _request_structured(self, structured)
-
-
-(
-    _request_messages,
-    _request_system,
-    _request_tools,
-    _request_max_tokens,
-    _request_temperature,
-    _request_structured,
-) = (ChatRequest.__dict__[name].__set__ for name in ChatRequest.__slots__)
 
 
 @dataclass(slots=True)

@@ -32,9 +32,7 @@ def probe_backends() -> tuple[BackendProbe, ...]:
 
 
 def available_backends() -> list[str]:
-    from apps.engine import sandbox as package  # tests replace package.probe_backends
-
-    return [probe.name for probe in package.probe_backends() if probe.available]
+    return [probe.name for probe in probe_backends() if probe.available]
 
 
 @lru_cache(maxsize=2)

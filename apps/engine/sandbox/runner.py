@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from apps.engine.sandbox import properties
 from apps.engine.sandbox.bwrap import bwrap_argv
 from apps.engine.sandbox.cgroups import CommandCgroup
 from apps.engine.sandbox.common import (
@@ -75,8 +76,6 @@ class Sandbox:
         holds every property in `require`. `network` and `timeout_seconds` are the defaults of
         `run()`. `backends`: the ones that may be picked, in order of preference.
         `memory_cgroup` False: cap memory by RLIMIT_AS alone, even where a cgroup could."""
-        from apps.engine import sandbox as package  # tests replace package.probe_backends
-
         unknown = sorted(set(require) - set(PROPERTIES))
         if unknown:
             raise ValueError(f"unknown sandbox properties {unknown}; known: {PROPERTIES}")
@@ -89,7 +88,7 @@ class Sandbox:
         self.limits = limits or Limits()
         self.exposure = exposure or Exposure()
         self.memory_cgroup = memory_cgroup
-        self.probes = package.probe_backends()
+        self.probes = properties.probe_backends()  # tests replace it on `properties`
         self.unavailable_reason: str | None = None
         if mode == "off":
             self.backend = UNCONFINED

@@ -1,6 +1,6 @@
 """`advance_phase`: move a plan_exec run to its next phase (planning → building → verification →
 delivery). The phase belongs to the run, so the engine answers this call itself
-(apps/engine/loop.py, with apps/engine/phases.py); this class gives the model its description and
+(apps/engine/loop/react.py, with apps/engine/plan/phases.py); this class gives the model its description and
 schema, and answers calls made outside a plan_exec run (e.g. `manage.py call_tool`)."""
 
 from __future__ import annotations

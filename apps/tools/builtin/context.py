@@ -18,7 +18,9 @@ class ToolContext:
     # Phase hook: returns a refusal message for a command the current phase forbids, else None.
     command_filter: Callable[[str], str | None] | None = None
     verification_commands: tuple[str, ...] = ()
-    verifier: Any | None = None  # apps.engine.verify.Verifier, shared by run_tests and the engine
+    verifier: Any | None = (
+        None  # apps.engine.plan.verify.run.Verifier, shared by run_tests and the engine
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())

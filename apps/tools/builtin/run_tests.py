@@ -11,9 +11,10 @@ the context carries one, else it is built on the context's sandbox with default 
 from __future__ import annotations
 
 from apps.engine.config import VerificationConfig
+from apps.engine.plan.verify.results import VerificationResult
+from apps.engine.plan.verify.run import Verifier
 from apps.engine.sandbox import SandboxUnavailable, default_sandbox
 from apps.engine.tools import Tool, ToolResult, truncate_output
-from apps.engine.verify import VerificationResult, Verifier
 from apps.tools.builtin.context import ToolContext
 
 MAX_OUTPUT_CHARS = 10_000

@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from apps.engine.llm import Gateway
 from apps.engine.llm.errors import LLMConnectionError, LLMTimeoutError
 from apps.engine.llm.gateway import http_client
-from apps.engine.llm.netio import READ_BUFFER_HIGH, AsyncioBackend, use_asyncio_backend
+from apps.engine.llm.netio import READ_BUFFER_HIGH, AsyncioTransport
 from tests.engine.llm.conftest import ask, config_for
 from tests.fakes.llm_server import FakeLLMServer, Fault
 
@@ -79,7 +79,8 @@ def tls_server(tmp_path_factory):
 
 
 def _trusting(ca: Path) -> httpx.AsyncClient:
-    return use_asyncio_backend(httpx.AsyncClient(verify=ssl.create_default_context(cafile=ca)))
+    context = ssl.create_default_context(cafile=ca)
+    return httpx.AsyncClient(verify=context, transport=AsyncioTransport(ssl_context=context))
 
 
 async def _collect(gateway: Gateway, request) -> tuple[list[str], object]:
@@ -94,7 +95,7 @@ async def _collect(gateway: Gateway, request) -> tuple[list[str], object]:
 
 def test_the_gateways_clients_read_through_the_asyncio_backend(llm_server):
     client = http_client(config_for(llm_server, {"main": "openai"}))
-    assert isinstance(client._transport._pool._network_backend, AsyncioBackend)
+    assert isinstance(client._transport, AsyncioTransport)  # httpx names no public getter
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -1,0 +1,68 @@
+"""The server's sections: `evolution`, `pitfalls`, `executor`, `workspaces`."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from apps.engine.config.base import NonNegInt, PositiveInt, Section
+
+
+class EvolutionConfig(Section):
+    """What apps.evolution learns from finished tasks (ARCHITECTURE.md section 3)."""
+
+    enabled: bool = True
+    # Failures and gave_up_after_reflections are always reflected on; successes are sampled
+    # at this rate by a stable hash of the task id (the same task always gets the same answer).
+    success_sample_rate: Annotated[float, Field(ge=0, le=1)] = 0.1
+    # On: pitfalls are recorded but the optimizer proposes no prompt versions.
+    observe_only: bool = True
+    # Active pitfalls (of one skill or mode) that must agree before a PromptVersion is proposed.
+    min_examples: PositiveInt = 3
+    # A pitfall becomes active (retrievable) at this confidence; below it stays a candidate.
+    min_confidence: Annotated[float, Field(ge=0, le=1)] = 0.5
+    # Jobs waiting on queue `evolution` beyond this are dropped (logged and counted).
+    max_pending: PositiveInt = 1000
+    # A/B: share of a skill's (or mode's) tasks that run its newest approved PromptVersion as a
+    # candidate instead of the active one (stable hash of the task id). 0: never.
+    ab_share: Annotated[float, Field(ge=0, le=1)] = 0.0
+    # Who writes the lessons: `rules` (the rule-based reflector: failures only) or `llm` (the
+    # auxiliary model reads the run and writes lessons from failures and sampled successes;
+    # when it fails, the rule-based reflector writes them). Both pass the same gates.
+    reflector: Literal["rules", "llm"] = "rules"
+
+
+class PitfallsConfig(Section):
+    """Retrieval of pitfalls into the volatile block of the prompt at planning."""
+
+    top_k: NonNegInt = 3
+    min_severity: Literal["low", "medium", "high"] = "high"
+    # Retrieval slower than this is abandoned with a warning; the task goes on without pitfalls.
+    timeout_ms: PositiveInt = 200
+
+
+class ExecutorConfig(Section):
+    kind: Literal["inline", "rq"] = "inline"
+    queue: str = "agent"
+    # A run's process touches its task every 2 s; a task `queued` or `running` untouched for
+    # this long has no live run: the reaper ends or resumes it (apps/tasks/reaper.py).
+    orphan_after_seconds: float = Field(default=20.0, ge=5.0, le=3600.0)
+
+
+class WorkspacesConfig(Section):
+    """Workspaces people create from the chat page (apps/tasks/workspaces.py)."""
+
+    allowed_roots: list[str] = Field(default_factory=list)  # empty: "from a directory" is off
+    upload_max_mb: PositiveInt = 50  # the archive as uploaded
+    upload_max_unpacked_mb: PositiveInt = 500  # all its members together, once unpacked
+    upload_max_files: PositiveInt = 20_000
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _absolute(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if not os.path.isabs(root):
+                raise ValueError(f"{root!r} is not an absolute path, e.g. /srv/projects")
+        return roots

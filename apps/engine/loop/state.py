@@ -1,0 +1,95 @@
+"""RunState: the state of one ReActEngine run (loop/react.py), passed to the helpers that work on it
+(recovery.py, verification_gate.py, loop/compression.py). The engine itself keeps none,
+so runs may overlap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from apps.engine.context.compressor import PromptSize
+from apps.engine.events import Event, EventType
+from apps.engine.failure import structs
+from apps.engine.llm.types import ChatResponse, Message, TextBlock, ToolSpec, Usage
+from apps.engine.loop.cancellation import Interrupter
+from apps.engine.loop.detection import LoopDetector
+from apps.engine.loop.flow import Cancelled, Finished
+from apps.engine.loop.streaming import DeltaBatcher
+from apps.engine.plan.phases import PhaseTracker
+from apps.engine.task import AgentTask, TaskResult, UsageTotals, VerificationRecord
+from apps.engine.tools import ToolSet
+
+
+@dataclass(eq=False, slots=True)
+class RunState:
+    """The state of one run. The engine itself keeps none, so runs may overlap."""
+
+    task: AgentTask
+    tools: ToolSet = field(default_factory=ToolSet)
+    specs: tuple[ToolSpec, ...] = ()  # what the model is offered: the same bytes every step
+    unavailable_tools: list[str] = field(default_factory=list)
+    system: tuple[TextBlock, ...] = ()
+    messages: list[Message] = field(default_factory=list)
+    prompt_size: PromptSize = field(default_factory=PromptSize)  # compression's running count
+    compress_above: int | None = None  # the compressor's threshold for the run's model, once known
+    max_steps: int = 1
+    verify: bool = False
+    detector: LoopDetector = field(default_factory=LoopDetector)
+    interrupter: Interrupter | None = None
+    batcher: DeltaBatcher = field(default_factory=lambda: DeltaBatcher(0))  # set up with the config
+    reasoning_batcher: DeltaBatcher = field(default_factory=lambda: DeltaBatcher(0))  # likewise
+    cleanups: list[Callable[[], object]] = field(default_factory=list)
+    seq: int = 0
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost: float = 0.0
+    llm_calls: int = 0
+    reply: ChatResponse | None = None
+    verification: list[VerificationRecord] = field(default_factory=list)
+    outcome: Finished | None = None
+    tracker: PhaseTracker | None = None  # plan_exec only
+    best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
+    nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
+    recoveries: int = 0  # Recovery attempts made (recovery.py)
+    failure: Finished | None = None  # the failed attempt Recovery works on
+    edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
+    salvage: dict[str, Any] | None = None  # Emergency: what the run changed
+    original_error: str | None = None  # Emergency: the failure's own text (owner only)
+
+    def event(self, type: EventType, **data: Any) -> Event:
+        # type, seq and ts are the engine's own; `data` is a fresh dict (kwargs)
+        return self.event_of(type, data)
+
+    def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
+        """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
+        self.seq += 1
+        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+
+    def usage_so_far(self) -> dict[str, int]:
+        """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
+        usage = self.usage
+        return {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "llm_calls": self.llm_calls,
+        }
+
+    def result(self) -> TaskResult:
+        end = self.outcome or Cancelled(error=structs.interrupted())
+        return TaskResult(
+            task_id=self.task.task_id,
+            status=end.status,
+            final=end.final,
+            steps=self.steps,
+            usage=UsageTotals.of(self.usage, self.llm_calls),
+            cost=self.cost,
+            error=end.error,
+            verification=self.verification,
+            phases=self.tracker.counters() if self.tracker else None,
+            salvage=self.salvage,
+            original_error=self.original_error,
+        )

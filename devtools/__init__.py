@@ -1,0 +1,1 @@
+"""Tooling for the repository's own checks (not shipped, not imported by apps/)."""
