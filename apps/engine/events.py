@@ -71,6 +71,7 @@ and each phase's own events (tokens, tool calls, phase_changed ...) with `phase_
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -120,23 +121,39 @@ TaskStatus = Literal[
 FinalStatus = Literal["completed", "failed", "cancelled", "gave_up_after_reflections", "parked"]
 
 
-class Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+EVENT_TYPE_SET = frozenset(EVENT_TYPES)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event of a run. Plain data: the engine makes several a step; `__post_init__` refuses
+    an unknown type or a seq below 1 (ValueError). `data` is taken as given, not copied: pass a
+    dict nothing else will change."""
 
     type: EventType
     task_id: int | str
-    seq: int = Field(ge=1)
+    seq: int
     ts: datetime
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
 
-    @classmethod
-    def trusted(
-        cls, type: EventType, task_id: int | str, seq: int, ts: datetime, data: dict[str, Any]
-    ) -> Event:
-        """An event from values the engine made itself (RunState.event), without validation
-        (pydantic's `model_construct`): the same model, fields and dump as `Event(...)`. `data`
-        is taken as given, not copied: pass a dict nothing else will change."""
-        return cls.model_construct(type=type, task_id=task_id, seq=seq, ts=ts, data=data)
+    def __post_init__(self) -> None:
+        if self.type not in EVENT_TYPE_SET:
+            raise ValueError(f"unknown event type {self.type!r}; the known ones: EVENT_TYPES")
+        if not isinstance(self.seq, int) or self.seq < 1:
+            raise ValueError(f"an event's seq counts from 1, not {self.seq!r}")
+
+    def as_json(self) -> dict[str, Any]:
+        """The WebSocket shape: {"type", "task_id", "seq", "ts" (ISO 8601, UTC as Z), "data"}."""
+        ts = self.ts.isoformat()
+        if ts.endswith("+00:00"):
+            ts = ts[: -len("+00:00")] + "Z"
+        return {
+            "type": self.type,
+            "task_id": self.task_id,
+            "seq": self.seq,
+            "ts": ts,
+            "data": self.data,
+        }
 
 
 class ErrorStruct(BaseModel):

@@ -65,7 +65,7 @@ class RunState:
     def event_of(self, type: EventType, data: dict[str, Any]) -> Event:
         """event(type, **data) without copying `data`: a fresh dict the caller gives away."""
         self.seq += 1
-        return Event.trusted(type, self.task.task_id, self.seq, datetime.now(UTC), data)
+        return Event(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""

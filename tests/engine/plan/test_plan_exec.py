@@ -344,7 +344,7 @@ async def test_a_resumed_run_reconstructs_phase_and_budgets_from_its_events(work
         PhasePolicy.from_config(policy_cfg),
         Budgets.from_config(policy_cfg.phase_budgets),
     )
-    rebuilt = reconstruct([e.model_dump() for e in events[:-1]], policy, budgets)
+    rebuilt = reconstruct([e.as_json() for e in events[:-1]], policy, budgets)
     assert rebuilt.counters() == final
     # cut mid-run (before the reflection): the counters of that moment
     cut = types(events).index("verification_result")
