@@ -37,6 +37,17 @@ class ToolCall:
     # True when the model sent no id and agentkit made one up (`SYNTHETIC_ID_PREFIX` + random
     # hex + position); the made-up id is still sent back with the tool's result.
     synthetic_id: bool = False
+    # json.dumps(arguments, sort_keys=True), made once with the call: loop detection and the
+    # prompt's size both read it every step (a call's arguments are not changed once made)
+    # (None: not JSON-serializable; sorted_arguments() then raises what json.dumps raises)
+    sorted_arguments: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            text = sorted_json(self.arguments)
+        except (TypeError, ValueError):
+            text = None
+        object.__setattr__(self, "sorted_arguments", text)
 
 
 # json.dumps(value, sort_keys=True) builds this encoder on every call; one, made once, is the same
@@ -46,7 +57,8 @@ sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 def sorted_arguments(call: ToolCall) -> str:
     """`json.dumps(call.arguments, sort_keys=True)`: a call's arguments as the model sees them."""
-    return sorted_json(call.arguments)
+    text = call.sorted_arguments
+    return sorted_json(call.arguments) if text is None else text
 
 
 @dataclass(frozen=True, slots=True)
