@@ -170,14 +170,6 @@ def test_runnable_block_exits_zero(block: Block, request):
     )
 
 
-# Links into the engine's by-concern layout (apps/engine/loop/, plan/, team/, context/,
-# failure/, config/) are written for the tree after that move. While the engine still has its
-# flat layout (apps/engine/loop.py is a module), those links alone may point nowhere; once the
-# move is in, every link must resolve.
-ENGINE_MOVED = not (ROOT / "apps" / "engine" / "loop.py").exists()
-NEW_ENGINE_PACKAGES = ("loop", "plan", "team", "context", "failure", "config")
-
-
 def relative_links(path: Path) -> list[tuple[int, str]]:
     links: list[tuple[int, str]] = []
     in_fence = False
@@ -194,26 +186,13 @@ def relative_links(path: Path) -> list[tuple[int, str]]:
     return links
 
 
-def awaits_engine_move(resolved: Path) -> bool:
-    try:
-        parts = resolved.relative_to(ROOT / "apps" / "engine").parts
-    except ValueError:
-        return False
-    return not ENGINE_MOVED and bool(parts) and parts[0] in NEW_ENGINE_PACKAGES
-
-
 def test_every_relative_link_points_to_a_file_that_exists():
-    broken, pending = [], []
+    broken = []
     for path in doc_files():
         for number, target in relative_links(path):
-            resolved = (path.parent / target).resolve()
-            if resolved.exists():
-                continue
-            where = f"{path.relative_to(ROOT)}:{number}: {target}"
-            (pending if awaits_engine_move(resolved) else broken).append(where)
+            if not (path.parent / target).resolve().exists():
+                broken.append(f"{path.relative_to(ROOT)}:{number}: {target}")
     assert not broken, "links to nothing:\n" + "\n".join(broken)
-    if pending:
-        print("links waiting for the engine's new layout:\n" + "\n".join(pending))
 
 
 def test_link_check_sees_a_broken_link(tmp_path):

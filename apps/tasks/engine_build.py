@@ -11,17 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from apps.engine.config import AgentkitConfig
+from apps.engine.context.prompt import read_notes
 from apps.engine.llm.gateway import Gateway
 from apps.engine.loop.react import ReActEngine
-from apps.engine.team.orchestrator import TeamOrchestrator
-from apps.engine.plan.gate import active_command_filter
-from apps.engine.context.prompt import read_notes
 from apps.engine.loop.resume import ResumePoint, ResumingPrelude
-from apps.engine.team.rollback import RollbackExecutor
+from apps.engine.plan.gate import active_command_filter
+from apps.engine.plan.verify.run import Verifier, answer_verifier
 from apps.engine.sandbox import Sandbox
 from apps.engine.task import AgentTask
+from apps.engine.team.orchestrator import TeamOrchestrator
+from apps.engine.team.rollback import RollbackExecutor
 from apps.engine.tools import ToolSet
-from apps.engine.plan.verify.run import Verifier, answer_verifier
 from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
@@ -157,7 +157,7 @@ def build_engine(
 ) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
     mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
-    checkpoint, or — `point` given — the interrupted run's state (apps/engine/resume.py)."""
+    checkpoint, or — `point` given — the interrupted run's state (apps/engine/loop/resume.py)."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
         build_tools(ctx, available_tool_names()),

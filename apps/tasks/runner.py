@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
 
-from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.llm.gateway import Gateway
+from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.loop.resume import phase_checkpoint
 from apps.engine.task import AgentTask
 from apps.specs import checkpoints as spec_checkpoints
