@@ -18,7 +18,7 @@ anonymous (the consumer closes with 4401).
 from __future__ import annotations
 
 from asgiref.sync import sync_to_async
-from channels.auth import AuthMiddleware
+from channels.middleware import BaseMiddleware
 from channels.sessions import CookieMiddleware, SessionMiddleware
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, load_backend
@@ -50,13 +50,21 @@ def session_user(session):
     return user or AnonymousUser()
 
 
-class PooledAuthMiddleware(AuthMiddleware):
-    """channels' AuthMiddleware, the lookup on the default executor (see the module docstring)."""
+class PooledAuthMiddleware(BaseMiddleware):
+    """channels' AuthMiddleware's job, the lookup on the default executor (see the module
+    docstring): `scope["user"]` is the session's user (or AnonymousUser) before the consumer
+    runs. A scope that already has a user (a test's communicator) keeps it."""
 
-    async def resolve_scope(self, scope) -> None:
-        scope["user"]._wrapped = await sync_to_async(session_user, thread_sensitive=False)(
-            scope["session"]
-        )
+    async def __call__(self, scope, receive, send):
+        if "session" not in scope:
+            raise ValueError(
+                "PooledAuthMiddleware needs scope['session']: wrap it in channels' "
+                "SessionMiddleware (SessionAuthStack does)"
+            )
+        if "user" not in scope:
+            user = await sync_to_async(session_user, thread_sensitive=False)(scope["session"])
+            scope = dict(scope, user=user)
+        return await super().__call__(scope, receive, send)
 
 
 def SessionAuthStack(inner):  # named like channels' AuthMiddlewareStack

@@ -78,6 +78,31 @@ def violations(source: str, where: str) -> list[str]:
             found.append(f"{where}:{node.lineno}: setattr on {node.args[0].id}")
         if isinstance(node, ast.Attribute) and node.attr in KNOWN_INTERNALS:
             found.append(f"{where}:{node.lineno}: uses channels_redis's {node.attr}")
+        for target in targets:  # obj._name = ... on anything but our own self/cls
+            if (
+                isinstance(target, ast.Attribute)
+                and _private(target.attr)
+                and not (isinstance(target.value, ast.Name) and target.value.id in {"self", "cls"})
+            ):
+                found.append(f"{where}:{node.lineno}: sets private {ast.unparse(target)}")
+        if (
+            isinstance(node, ast.Call)
+            and ast.unparse(node.func) in {"importlib.import_module", "import_module"}
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            modules = [node.args[0].value]
+        elif isinstance(node, ast.For) and isinstance(node.iter, (ast.Tuple, ast.List)):
+            # for module in ("a", "b._c"): importlib.import_module(module)
+            calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+            imports = any(ast.unparse(c.func).endswith("import_module") for c in calls)
+            modules = [e.value for e in node.iter.elts if isinstance(e, ast.Constant) and imports]
+        else:
+            modules = []
+        for module in modules:
+            if isinstance(module, str) and module.split(".")[0] not in OURS and _private(module):
+                found.append(f"{where}:{node.lineno}: imports private module {module}")
     return found
 
 
@@ -92,10 +117,12 @@ def test_the_checker_finds_each_kind_of_patch():
             "protocol.pformat = repr",
             "layer = self._get_layer()",
             "import rq._private",
+            'scope["user"]._wrapped = user',
+            'for module in ("httpcore", "anyio._backends._asyncio"):\n    importlib.import_module(module)',
         ]
     )
     found = violations(former, "former.py")
-    assert len(found) == 5, found
+    assert len(found) == 7, found
     assert violations("from channels.layers import get_channel_layer\nx = 1\n", "ok.py") == []
 
 

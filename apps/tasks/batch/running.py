@@ -107,7 +107,7 @@ def warm_up(config) -> None:
     for name in available_tool_names():
         tool_class(name)
     supported_languages_phrase()
-    for module in ("httpcore", "anyio._backends._asyncio", "anyio.streams.tls"):
+    for module in ("httpcore", "anyio.streams.tls"):
         importlib.import_module(module)
 
 
