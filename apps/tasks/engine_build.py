@@ -157,7 +157,8 @@ def build_engine(
 ) -> ReActEngine:
     """The engine for one task. The verifier is always given; the engine runs it only when the
     mode has verification on (verification.modes). plan_exec: the spec stage, then the `spec`
-    checkpoint, or — `point` given — the interrupted run's state (apps/engine/loop/resume.py)."""
+    checkpoint, or — `point` given — the interrupted run's state (apps/engine/loop/resume.py);
+    react with `point`: the interrupted run's state, then its next step."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
         build_tools(ctx, available_tool_names()),
@@ -175,6 +176,8 @@ def build_engine(
         if checkpoints is None:
             checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
         stage = ResumingPrelude(stage, point, checkpoints)
+    elif point is not None:  # react taken over from a dead run: its stored steps, then on
+        stage = ResumingPrelude(stage, point)
     return ReActEngine(
         gateway,
         tools,

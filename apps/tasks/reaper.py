@@ -9,8 +9,9 @@ never got one and was queued that long ago, and is not waiting in RQ's queue —
 - started again when it never began its work (`queued`: created, or waiting for its workspace,
   when its process died; it changed nothing yet);
 - ended `cancelled` when a cancel was asked for it;
-- resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec
-  (apps/engine/loop/resume.py; at most MAX_HANDOVERS times, then it is ended as below);
+- resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec,
+  and a react task from its stored events (its finished steps are not taken again;
+  apps/engine/loop/resume.py) — at most MAX_HANDOVERS times, then it is ended as below;
 - else ended `failed` with error_code `interrupted` (ending.py: an `error` and `task_finished`
   event, so every socket and API client sees the end).
 
@@ -106,6 +107,8 @@ def _why(task: Task) -> str:
 def _resumable(task: Task) -> bool:
     from apps.specs.checkpoints import RESUMABLE_MODES, runnable_spec
 
+    if task.mode == "react":  # from its stored steps (runner.py: NOTHING_DONE when none)
+        return True
     return task.mode in RESUMABLE_MODES and runnable_spec(task.pk) is not None
 
 

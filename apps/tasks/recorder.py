@@ -27,8 +27,8 @@ When flushes happen (`streaming.flush_interval_ms` is the window):
 - events that change the task's status or that a user must see at once (`IMMEDIATE`) are written,
   with everything queued before them, before `record()` returns, so status and events never
   disagree;
-- in a run that can resume after its process died (plan_exec, team_collab: RESUMABLE_MODES), a
-  `tool_result` is written before `record()` returns too: a resumed run rebuilds its conversation
+- in a run that can resume after its process died (plan_exec, team_collab: RESUMABLE_MODES;
+  react, from its events), a `tool_result` is written before `record()` returns too: a resumed run rebuilds its conversation
   from stored events, and must not take again a step whose tool already changed the workspace;
 - `aclose()` (the runner's `finally`) writes whatever is still queued: a crash or a cancel never
   loses an event the engine yielded.
@@ -125,7 +125,8 @@ class EventRecorder:
         # The status stored once the end-of-run hook's work is done, read on its worker thread
         # (lifecycle.py): the runner returns it. None when no hook read it.
         self.stored_status: str | None = None
-        self.immediate = DURABLE_STEPS if task.mode in RESUMABLE_MODES else IMMEDIATE
+        resumable = task.mode in RESUMABLE_MODES or task.mode == "react"  # reaper.py resumes it
+        self.immediate = DURABLE_STEPS if resumable else IMMEDIATE
         self.layer = get_channel_layer()
         self.window = (
             flush_interval_ms / 1000

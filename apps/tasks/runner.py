@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from asgiref.sync import sync_to_async
 
 from apps.engine.llm.gateway import Gateway
+from apps.engine.llm.types import Usage
 from apps.engine.loop.cancellation import CancellationToken
-from apps.engine.loop.resume import phase_checkpoint
+from apps.engine.loop.resume import ResumePoint, phase_checkpoint
 from apps.engine.task import AgentTask
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import close_open_reviews, record_missing_resolutions
@@ -142,6 +143,9 @@ async def run_task(
         if task.mode == "plan_exec":  # an interrupted run's state, if any (resume.py)
             point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
             checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
+        elif task.mode == "react" and resume_reason is not None:  # taken over from a dead run
+            point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
+            point = point or NOTHING_DONE  # no step finished: from the start, said so
         if task.mode == "team_collab":
             stream = build_team(task, config, gateway, recorder).run(agent_task, cancel=token)
         else:
@@ -184,6 +188,9 @@ async def run_task(
     return status or "missing"
 
 
+# A react run taken over before any step of the dead run finished: it starts again, and its
+# `task_resumed` says why.
+NOTHING_DONE = ResumePoint(messages=(), steps=0, usage=Usage(), cost=0.0, llm_calls=0, events=())
 RESUMED_ON_REQUEST = "resumed on request (resume_task, the Resume button, a parked spec confirmed)"
 
 

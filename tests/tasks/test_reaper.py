@@ -1,7 +1,8 @@
-"""A react task whose process is killed mid-run does not stay `running` forever (issue 27): once
-its heartbeat is stale, the reaper of another process ends it `failed` (interrupted) with an
-`error` and one `task_finished` after its stored events, exactly once; a cancel of such a task
-ends it at once.
+"""A react task whose process is killed mid-run does not stay `running` forever (issues 27, 29):
+once its heartbeat is stale, the reaper of another process takes it over, exactly once: the new
+run goes on from the stored events (the finished step is not taken again; `task_resumed` says
+why) and completes, its events contiguous with one `task_finished`; a cancel of such a task ends
+it at once.
 Real processes, the fake LLM server, a private SQLite file."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ORPHAN_AFTER = 10  # the first reap, right after the kill, must find the heartbe
 TURNS = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
     {"fail": "timeout"},  # the second call hangs: the process is killed here
+    {"text": "The README says: a workspace."},  # the resumed run's call
 ]
 SETUP = """
 from django.contrib.auth import get_user_model
@@ -32,6 +34,24 @@ ws.members.add(user)
 print(Task.objects.create(workspace=ws, user=user, mode="react", goal="killed").pk)
 """
 REAP = "import asyncio; from apps.tasks.reaper import reap_round; print(asyncio.run(reap_round()))"
+# Reap, then keep the loop running until the task ends: the inline executor runs the task it
+# handed over on the reaping loop, as a web process's serving loop does. Says how it ended.
+REAP_AND_WAIT = """
+import asyncio, time
+from asgiref.sync import sync_to_async
+from apps.tasks.models import Task
+from apps.tasks.reaper import reap_round
+
+async def main():
+    print(await reap_round())
+    deadline = time.monotonic() + 60
+    status = sync_to_async(lambda: Task.objects.get(pk={id}).status, thread_sensitive=False)
+    while await status() in ("queued", "running") and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    print(await status())
+
+asyncio.run(main())
+"""
 CANCEL = """
 from apps.tasks.models import Task
 from apps.tasks.services import task_request_cancel
@@ -77,11 +97,13 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         assert made.returncode == 0, made.stderr
         killed = int(made.stdout.split()[-1])
         start_and_kill(env, killed, server, calls=2)
-        yield env, killed
+        yield env, killed, server
 
 
-def test_a_killed_react_run_is_ended_by_the_reaper_once_its_heartbeat_is_stale(tmp_path):
-    with killed_react_task(tmp_path) as (env, killed):
+def test_a_killed_react_run_is_taken_over_from_its_stored_steps_once_its_heartbeat_is_stale(
+    tmp_path,
+):
+    with killed_react_task(tmp_path) as (env, killed, server):
         db = sqlite3.connect(tmp_path / "db.sqlite3")
         assert stored(db, killed)[0] == "running"  # nobody ended it
         early = manage(env, "shell", "-c", REAP)  # its heartbeat is still fresh
@@ -89,19 +111,23 @@ def test_a_killed_react_run_is_ended_by_the_reaper_once_its_heartbeat_is_stale(t
         assert stored(db, killed)[0] == "running"
 
         time.sleep(ORPHAN_AFTER + 1)  # the dead run's heartbeat goes stale
-        reaped = manage(env, "shell", "-c", REAP)
+        reaped = manage(env, "shell", "-c", REAP_AND_WAIT.format(id=killed))
         assert reaped.returncode == 0, reaped.stderr
-        assert f"({killed}, 'interrupted'," in reaped.stdout
+        assert f"({killed}, 'resumed'," in reaped.stdout
+        assert reaped.stdout.strip().endswith("completed"), reaped.stdout
 
-        status, error, events = stored(db, killed)
-        assert status == "failed" and error["error_code"] == "interrupted"
+        status, _, events = stored(db, killed)
+        assert status == "completed"
         assert [seq for seq, _, _ in events] == list(range(1, len(events) + 1))
         kinds = [kind for _, kind, _ in events]
-        # what the run had committed when it was killed (a react run's tool_result may still
-        # have been waiting for its flush window), then the reaper's end
-        assert kinds[0] == "task_started" and "tool_call" in kinds
-        assert kinds[-2:] == ["error", "task_finished"] and kinds.count("task_finished") == 1
-        assert json.loads(events[-1][2])["status"] == "failed"
+        assert kinds.count("task_finished") == 1 and kinds[-1] == "task_finished"
+        assert kinds.count("tool_result") == 1  # step 1's read_file ran once, before the kill
+        (resumed,) = [json.loads(data) for _, kind, data in events if kind == "task_resumed"]
+        assert (resumed["steps"], resumed["restored_messages"]) == (1, 2)
+        assert resumed["reason"].startswith("taken over automatically")
+        # the resumed run's one call carried the first step: the call and its result
+        last = server.requests[-1].body["messages"]
+        assert [m["role"] for m in last][-3:] == ["user", "assistant", "tool"]
 
         again = manage(env, "shell", "-c", REAP)  # exactly once: nothing left to do
         assert again.stdout.strip().endswith("[]")
@@ -109,7 +135,7 @@ def test_a_killed_react_run_is_ended_by_the_reaper_once_its_heartbeat_is_stale(t
 
 
 def test_cancel_of_a_task_whose_process_died_ends_it_at_once(tmp_path):
-    with killed_react_task(tmp_path) as (env, killed):
+    with killed_react_task(tmp_path) as (env, killed, _):
         time.sleep(ORPHAN_AFTER + 1)
         cancel = manage(env, "shell", "-c", CANCEL.format(id=killed))
         assert cancel.stdout.strip().endswith("True"), cancel.stderr

@@ -1,6 +1,6 @@
 """What the reaper does with each kind of task that has no live run (apps/tasks/reaper.py), on
 real SQLite with the real runner and the scripted model: a task that never began is started
-again; a cancel asked of a dead run ends it cancelled; a react task ends `interrupted`; a task
+again; a cancel asked of a dead run ends it cancelled; a react task is resumed; a task
 whose runs keep dying is not handed over forever; a live or recently queued task is left alone."""
 
 from __future__ import annotations
@@ -54,15 +54,18 @@ def test_each_kind_of_orphan_gets_what_it_needs_and_live_tasks_are_left_alone(de
         assert done == {
             never_started.pk: "restarted",
             cancelled.pk: "cancelled",
-            react.pk: "interrupted",
+            react.pk: "resumed",  # from its stored events (none here: from the start)
             unplanned.pk: "interrupted",  # died before its spec was confirmed: nothing to resume
         }
         assert wait_final(never_started.pk).status == "completed"  # it ran, once
         assert [e.type for e in events_of(never_started)].count("task_started") == 1
         assert Task.objects.get(pk=cancelled.pk).status == "cancelled"
-        for task in (react, unplanned):
-            stored = Task.objects.get(pk=task.pk)
-            assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
+        stored = Task.objects.get(pk=unplanned.pk)
+        assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
+        assert wait_final(react.pk).status == "completed"
+        resumed = [e.data for e in events_of(react) if e.type == "task_resumed"]
+        assert len(resumed) == 1 and resumed[0]["steps"] == 0
+        assert resumed[0]["reason"].startswith("taken over automatically")
         assert Task.objects.get(pk=just_queued.pk).status == "queued"  # within its grace
         assert Task.objects.get(pk=alive.pk).status == "running"
         assert reap() == []  # exactly once
