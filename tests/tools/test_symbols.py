@@ -4,6 +4,8 @@ function and class of the installed Django source tree."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 import textwrap
 import time
 from collections import Counter
@@ -20,6 +22,8 @@ from apps.tools.builtin.symbols import (
     language_for_path,
     leading_comment_start,
 )
+from apps.tools.builtin.symbols.python_ast import parse
+from tests.support import ROOT
 
 
 def spans(source: str, language: str) -> list[tuple[str, str, int, int, str | None]]:
@@ -299,7 +303,7 @@ def _ast_oracle(source: str) -> tuple[Counter, dict[tuple[str, int], str | None]
             else:
                 visit(child, qualified)
 
-    visit(ast.parse(source), None)
+    visit(parse(source), None)  # the oracle takes turns with parses left running elsewhere
     return definitions, parents
 
 
@@ -326,3 +330,48 @@ def test_symbol_extraction_agrees_with_ast_on_the_django_source_tree():
 
 def _py_tree_sitter(source: str) -> list[SymbolSpan]:
     return _tree_sitter_symbols(source, "python")
+
+
+# Three threads parse while every garbage collection lets another thread run (a gc callback
+# that sleeps): CPython 3.11's AST constructor then fails with SystemError "recursion depth
+# mismatch" (gh-106905) unless the parses take turns. In a subprocess: the gc settings stay there.
+RACE = """
+import ast, gc, sys, threading, time
+from apps.tools.builtin.symbols.python_ast import parse, python_symbols
+source = "\\n".join(f"def f{i}(a):\\n    return [a for _ in range({i})]\\n" for i in range(300))
+errors = []
+gc.callbacks.append(lambda phase, info: time.sleep(0) if phase == "start" else None)
+gc.set_threshold(50)
+def work(fn):
+    for _ in range(30):
+        try:
+            fn(source)
+        except SystemError as exc:
+            errors.append(exc)
+            return
+for fn in FNS:
+    threads = [threading.Thread(target=work, args=(fn,)) for _ in range(3)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    print(fn.__name__, len(errors))
+    errors.clear()
+"""
+
+
+def _race(fns: str) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", RACE.replace("FNS", fns)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_python_symbols_hold_when_threads_parse_at_once():
+    # the race is real here (plain ast.parse fails), and the extractor's parses take turns
+    plain, failures = _race("(ast.parse,)")
+    assert plain == "parse" and int(failures) > 0
+    assert _race("(parse, python_symbols)") == ["parse", "0", "python_symbols", "0"]

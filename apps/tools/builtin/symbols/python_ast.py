@@ -4,17 +4,29 @@ tree-sitter extractors to."""
 from __future__ import annotations
 
 import ast
+import threading
 import warnings
 
 from apps.tools.builtin.symbols.spans import SymbolSpan
 
 _STATEMENT_LIST_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+# CPython 3.11 keeps the AST constructor's recursion depth in state shared by the interpreter's
+# threads: when a thread switch (a garbage collection running Python code) lets a second thread
+# parse while the first builds its tree, one of them fails with SystemError "AST constructor
+# recursion depth mismatch" (python/cpython gh-106905). Repository maps are built in worker
+# threads side by side, so parses take turns; parsing holds the GIL anyway.
+_PARSING = threading.Lock()
+
+
+def parse(source: str) -> ast.Module:
+    """ast.parse, one thread at a time (see _PARSING); SyntaxWarnings silenced."""
+    with _PARSING, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not our business
+        return ast.parse(source)
 
 
 def python_symbols(source: str) -> list[SymbolSpan]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not our business
-        tree = ast.parse(source)
+    tree = parse(source)
     found: list[SymbolSpan] = []
 
     def visit(node: ast.AST, class_name: str | None, local: bool) -> None:
