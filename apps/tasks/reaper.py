@@ -59,14 +59,16 @@ def _rq_pending(task_id: int) -> bool:
 
     from apps.tasks.conf import agent_config
 
-    if agent_config().executor.kind != "rq" or not settings.REDIS_URL:
+    executor = agent_config().executor
+    if executor.kind != "rq" or not settings.REDIS_URL:
         return False
     try:
         import django_rq
         from rq.exceptions import NoSuchJobError
         from rq.job import Job
 
-        job = Job.fetch(f"task-{task_id}", connection=django_rq.get_connection())
+        connection = django_rq.get_connection(executor.queue)
+        job = Job.fetch(f"task-{task_id}", connection=connection)
     except NoSuchJobError:
         return False
     except Exception:  # Redis unreachable: do not guess; the next round asks again
@@ -117,7 +119,9 @@ def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     None when nothing was done (it waits in RQ's queue, or another process acted first)."""
     from apps.tasks.executors import task_submit
 
-    if task.heartbeat_at is None and task.status == TaskStatus.QUEUED and _rq_pending(task.pk):
+    # No run holds it — never claimed, or handed over by a reaper — and its RQ job still waits
+    # for a worker: a long queue is no dead run (the hand-over's heartbeat does not beat there).
+    if task.run_owner == "" and _rq_pending(task.pk):
         return None
     if task.cancel_requested_at is not None:
         messages = task_end_now(task.pk, TaskStatus.CANCELLED, expect=_same(task))
