@@ -132,7 +132,8 @@
     badge.className = "badge status-" + status;
     const finished = FINISHED.includes(status);
     const stop = view.root.querySelector("[data-role=stop]");
-    stop.hidden = finished;
+    // a waiting turn's notice has its own Cancel: one button, not two
+    stop.hidden = finished || (status === "queued" && !!view.waitingFor);
     if (!stop.disabled) stop.textContent = status === "queued" ? "Cancel" : "Stop";
     if (finished || IDLE.includes(status)) view.thinking.hidden = true;
     // A finished turn's tool cards fold away: the thread reads as questions and answers.

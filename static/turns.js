@@ -31,6 +31,8 @@
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode);
       setStatus(view, "queued");
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
+      // One notice, one Cancel: a later task_waiting (whom it waits for changed) replaces it.
+      view.body.querySelectorAll("[data-role=queued-notice]").forEach((n) => n.remove());
       const cancel = el("button", { type: "button", class: "stop", "data-role": "cancel-queued", text: "Cancel", "aria-label": "Cancel queued task " + view.id });
       cancel.addEventListener("click", () => { cancel.disabled = true; cancel.textContent = "Cancelling…"; chat.send({ type: "cancel", task_id: view.id }); });
       const mine = ev.data.waiting_for && state.tasks[ev.data.waiting_for] && state.tasks[ev.data.waiting_for].root.isConnected;

@@ -87,6 +87,8 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     expect(notice).to_contain_text("Queued", timeout=15_000)
     expect(notice).to_contain_text("starts when the turn above")
     expect(second.locator("[data-role=cancel-queued]")).to_be_visible()
+    # one Cancel: the header's Stop/Cancel stays hidden while the notice offers it
+    expect(second.locator("button:visible", has_text="Cancel")).to_have_count(1)
     expect(second.locator("[data-role=status]")).to_contain_text("waiting for task #")
     expect(second.locator(".thinking")).to_be_hidden()
     expect(page.locator("article.task")).to_have_count(2)
