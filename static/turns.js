@@ -28,6 +28,7 @@
       // The conversation's earlier turn runs (one run per conversation), or another run changes
       // this workspace (one writer per workspace): queued until it ends, cancellable.
       view.waitingFor = ev.data.waiting_for || null;
+      view.waitedFor = view.waitingFor || view.waitedFor;
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode);
       setStatus(view, "queued");
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
@@ -43,6 +44,11 @@
     task_started(view, ev) {
       view.waitingFor = null;
       view.body.querySelectorAll("[data-role=cancel-queued]").forEach((b) => b.remove());
+      // the wait is over: the notice says what happened, not what is going on
+      view.body.querySelectorAll("[data-role=queued-notice]").forEach((n) => {
+        n.textContent = view.waitedFor ? "Waited for task #" + view.waitedFor + " to end." : "Waited for its turn.";
+        n.removeAttribute("role");
+      });
       setStatus(view, "running");
       view.startedAt = Date.parse(ev.ts) || Date.now();
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }

@@ -100,6 +100,8 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
 
     expect(first.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
     expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    # the wait is told in the past once it is over
+    expect(notice).to_have_text(re.compile(r"^Waited for task #\d+ to end\.$"))
     # Both turns stay on screen, oldest first; the finished turn's tool cards are folded.
     expect(page.locator("article.task")).to_have_count(2)
     expect(first.locator(".bubble.assistant").last).to_contain_text("Fixed slugify")
