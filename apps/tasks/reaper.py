@@ -4,7 +4,8 @@ because the process that ran it died (killed, out of memory, a lost machine, a r
 Every process that runs tasks (the web server with the inline executor, an RQ worker's job, a
 batch run) reaps every REAP_SECONDS, on its event loop (`reaper_start`): a task `queued` or
 `running` whose heartbeat (liveness.py) is older than `executor.orphan_after_seconds` — or that
-never got one and was queued that long ago, and is not waiting in RQ's queue — is
+never got one and was queued that long ago — and that no run holds while its RQ job still waits
+for a worker (never claimed, or handed over by a reaper: a long queue is no dead run) is
 
 - started again when it never began its work (`queued`: created, or waiting for its workspace,
   when its process died; it changed nothing yet);
