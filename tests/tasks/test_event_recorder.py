@@ -69,9 +69,16 @@ async def test_status_changing_events_are_stored_before_record_returns(tmp_path)
     refreshed = await sync_to_async(Task.objects.get)(pk=task.pk)
     assert refreshed.status == "running" and refreshed.started_at is not None
     await recorder.record("tool_call", {"step": 1, "name": "think"})
-    await recorder.record("tool_result", {"step": 1, "name": "think", "ok": True})
     await asyncio.sleep(0.05)
     assert await sync_to_async(_stored)(task.pk) == [(1, "task_started")]  # still queued
+    # a react step's end is written before the next step: a run taken over from its stored
+    # events (reaper.py) must not take a finished step again
+    await recorder.record("tool_result", {"step": 1, "name": "think", "ok": True})
+    assert await sync_to_async(_stored)(task.pk) == [
+        (1, "task_started"),
+        (2, "tool_call"),
+        (3, "tool_result"),
+    ]
     await recorder.record("error", {"step": 1, "fatal": True, "error_struct": {}})
     assert await sync_to_async(_stored)(task.pk) == [
         (1, "task_started"),
@@ -121,20 +128,21 @@ async def test_a_resumable_runs_tool_result_is_stored_before_the_run_goes_on(tmp
     await recorder.aclose()
 
 
-async def test_a_react_runs_tool_result_waits_for_its_window(tmp_path):
+async def test_a_react_runs_tool_result_is_stored_before_record_returns(tmp_path):
+    # A react task whose worker died goes on from its stored events (reaper.py): the step whose
+    # tool already changed the workspace must be stored before the next step begins.
     (task,) = await sync_to_async(_tasks)(tmp_path)
     recorder = EventRecorder(task, flush_interval_ms=60_000)
     await recorder.record("task_started", {"mode": "react"})
     await recorder.record("tool_result", {"step": 1, "name": "write_file", "ok": True})
-    assert await sync_to_async(_stored)(task.pk) == [(1, "task_started")]  # batched
-    await recorder.aclose()
     assert await sync_to_async(_stored)(task.pk) == [(1, "task_started"), (2, "tool_result")]
+    await recorder.aclose()
 
 
 async def test_a_token_is_not_held_for_the_recorders_window_again(tmp_path):
     # The engine's DeltaBatcher held the token's text for the window already: it is written as
-    # soon as no write is in flight, even a moment after the last flush (a tool_result waits:
-    # the test above).
+    # soon as no write is in flight, even a moment after the last flush (a tool_call waits for
+    # the window: test_status_changing_events_are_stored_before_record_returns).
     (task,) = await sync_to_async(_tasks)(tmp_path)
     recorder = EventRecorder(task, flush_interval_ms=60_000)
     await recorder.record("task_started", {"mode": "react"})
