@@ -69,36 +69,12 @@ def test_the_recorder_importing_the_consumers_again_breaks_the_contract(tmp_path
 # strongly connected component. apps.engine is left to its own contracts.
 CYCLES_SCRIPT = """
 import grimp
+from devtools.import_contracts import strongly_connected
 graph = grimp.build_graph("apps", "agentkit_site")
-modules = sorted(m for m in graph.modules if not m.startswith("apps.engine"))
-edges = {m: sorted(graph.find_modules_directly_imported_by(m) & set(modules)) for m in modules}
-index, low, stack, on_stack, counter = {}, {}, [], set(), [0]
-def visit(v):
-    index[v] = low[v] = counter[0]
-    counter[0] += 1
-    stack.append(v)
-    on_stack.add(v)
-    for w in edges[v]:
-        if w not in index:
-            visit(w)
-            low[v] = min(low[v], low[w])
-        elif w in on_stack:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        component = []
-        while True:
-            w = stack.pop()
-            on_stack.discard(w)
-            component.append(w)
-            if w == v:
-                break
-        if len(component) > 1:
-            print(" ".join(sorted(component)))
-import sys
-sys.setrecursionlimit(10000)
-for module in modules:
-    if module not in index:
-        visit(module)
+modules = {m for m in graph.modules if not m.startswith("apps.engine")}
+edges = {m: graph.find_modules_directly_imported_by(m) & modules for m in modules}
+for component in strongly_connected(edges):
+    print(" ".join(component))
 """
 
 
