@@ -37,8 +37,15 @@
       const cancel = el("button", { type: "button", class: "stop", "data-role": "cancel-queued", text: "Cancel", "aria-label": "Cancel queued task " + view.id });
       cancel.addEventListener("click", () => { cancel.disabled = true; cancel.textContent = "Cancelling…"; chat.send({ type: "cancel", task_id: view.id }); });
       const mine = ev.data.waiting_for && state.tasks[ev.data.waiting_for] && state.tasks[ev.data.waiting_for].root.isConnected;
+      // Waiting for a free worker (executor rq: apps/tasks/queued.py), with the jobs ahead of it.
+      const worker = !ev.data.waiting_for && ev.data.queue;
+      if (worker) view.waitedWorker = true;
+      const ahead = ev.data.ahead ? " (" + ev.data.ahead + (ev.data.ahead === 1 ? " task" : " tasks") + " ahead)" : "";
+      const text = worker ? (ev.data.reason || "waiting for a free worker") + ahead + "; starts when one is free."
+        : mine ? "starts when the turn above (task #" + ev.data.waiting_for + ") ends."
+        : (ev.data.reason || "waiting for the workspace") + "; starts when it ends.";
       view.body.append(el("div", { class: "bubble notice waiting", role: "status", "data-role": "queued-notice" },
-        el("span", { text: "Queued: " + (mine ? "starts when the turn above (task #" + ev.data.waiting_for + ") ends." : (ev.data.reason || "waiting for the workspace") + "; starts when it ends.") + " " }), cancel));
+        el("span", { text: "Queued: " + text + " " }), cancel));
       state.maxTaskId = Math.max(state.maxTaskId || 0, ev.task_id);
     },
     task_started(view, ev) {
@@ -46,7 +53,8 @@
       view.body.querySelectorAll("[data-role=cancel-queued]").forEach((b) => b.remove());
       // the wait is over: the notice says what happened, not what is going on
       view.body.querySelectorAll("[data-role=queued-notice]").forEach((n) => {
-        n.textContent = view.waitedFor ? "Waited for task #" + view.waitedFor + " to end." : "Waited for its turn.";
+        n.textContent = view.waitedFor ? "Waited for task #" + view.waitedFor + " to end."
+          : view.waitedWorker ? "Waited for a free worker." : "Waited for its turn.";
         n.removeAttribute("role");
       });
       setStatus(view, "running");

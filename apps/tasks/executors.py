@@ -19,6 +19,7 @@ from django.db import transaction
 
 from apps.tasks.conf import agent_config
 from apps.tasks.local_delivery import local_run_ended, local_run_started
+from apps.tasks.queued import record_queued
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -124,12 +125,19 @@ def task_enqueue_rq(
     *, task_id: int, queue: str, review_wait: float = 0, reason: str | None = None
 ) -> None:
     """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
-    its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
+    its time limit is the queue's plus `review_wait`, the spec review it may wait for. A new
+    task (no `reason`) first gets its `task_waiting` event, seq 1, with the jobs ahead of it."""
     import django_rq
 
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
     args = (task_id,) if reason is None else (task_id, reason)
-    django_rq.get_queue(queue).enqueue(
+    rq_queue = django_rq.get_queue(queue)
+    if reason is None:  # a new task's first event, before a worker can start it (queued.py)
+        try:
+            record_queued(task_id, queue=queue, ahead=rq_queue.count)
+        except Exception:  # (Redis down: the enqueue below fails with the reason)  # the run records its own events all the same
+            log.warning("task %s: its queued event could not be written", task_id, exc_info=True)
+    rq_queue.enqueue(
         RUN_TASK_JOB, *args, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
     )
 
