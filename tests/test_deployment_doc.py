@@ -170,7 +170,7 @@ def healthy(port: int, procs: list[subprocess.Popen], logs: list[Path]) -> dict:
             assert proc.poll() is None, f"a honcho line exited:\n{log.read_text()}"
         try:
             answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-            if answer.status_code == 200 and answer.json()["workers"]["seen"] >= 3:
+            if answer.status_code == 200 and answer.json()["workers"]["seen"] >= 2:
                 return answer.json()
         except httpx.HTTPError:
             pass
@@ -210,7 +210,7 @@ def test_several_hosts_followed_literally_on_one_machine(walk):
     try:
         ports = (port, port + 1)
         for web in ports:
-            assert healthy(web, procs, logs)["workers"]["seen"] == 3  # 2 agent + evolution
+            assert healthy(web, procs, logs)["workers"]["seen"] == 2  # the 2 agent workers
 
         for web in ports:  # plain HTTP serves pages: no HTTPS=1 outside the https block
             page = httpx.get(f"http://127.0.0.1:{web}/accounts/login/", timeout=10)

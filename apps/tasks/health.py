@@ -1,5 +1,6 @@
 """`GET /healthz` for load balancers and monitors: 200 when this web process can reach the
-database and Redis and, with `executor: rq`, at least one worker reported itself in the last
+database and Redis and, with `executor: rq`, at least one worker of the agent queue
+(`executor.queue`; the evolution worker does not count) reported itself in the last
 WORKER_SEEN_SECONDS (apps/tasks/worker.py); else 503. The JSON body says which part failed. No
 login (a load balancer has none); it reveals no names, addresses or secrets."""
 
@@ -45,13 +46,15 @@ def _workers(redis_ok: bool) -> dict:
     from apps.tasks.conf import agent_config
     from apps.tasks.worker import workers_seen_since
 
-    required = agent_config().executor.kind == "rq"
+    executor = agent_config().executor
+    required = executor.kind == "rq"
     if not required:
         return {"ok": True, "required": False}
     if not settings.REDIS_URL or not redis_ok:
         return {"ok": False, "required": True, "seen": 0}
     try:
-        seen = workers_seen_since(_redis_connection(), time.time() - WORKER_SEEN_SECONDS)
+        since = time.time() - WORKER_SEEN_SECONDS
+        seen = workers_seen_since(_redis_connection(), executor.queue, since)
     except Exception as exc:
         return {"ok": False, "required": True, "error": type(exc).__name__}
     return {"ok": bool(seen), "required": True, "seen": len(seen)}

@@ -8,8 +8,8 @@ worker's whole life that
   a lost machine — is taken over by another worker within `executor.orphan_after_seconds` plus
   one round (≈ 25 s with the defaults), also while no job runs here: the job-scoped reaper of
   jobs.py runs only while this worker has a task;
-- says the worker is alive (`worker_seen`): a Redis sorted set of worker names by their last
-  round, which `/healthz` reads (apps/tasks/health.py). RQ's own worker heartbeat is refreshed
+- says the worker is alive (`worker_seen`): per queue it listens on, a Redis sorted set of
+  worker names by their last round, which `/healthz` reads for the agent queue (apps/tasks/health.py). RQ's own worker heartbeat is refreshed
   only every few minutes while a worker waits for a job.
 
 Exactly once stays the reaper's: every hand-over is a conditional write in the database.
@@ -26,30 +26,37 @@ from rq.worker import SimpleWorker
 
 log = logging.getLogger(__name__)
 
-SEEN_KEY = "agentkit:workers:seen"
+SEEN_PREFIX = "agentkit:workers:seen:"  # + a queue's name: the workers listening on it
 SEEN_FORGET_SECONDS = 3600  # names older than this are dropped from the set
 
 
-def worker_seen(connection, name: str, now: float | None = None) -> None:
+def seen_key(queue: str) -> str:
+    return SEEN_PREFIX + queue
+
+
+def worker_seen(connection, name: str, queues, now: float | None = None) -> None:
+    """`name` listens on `queues` now: /healthz counts a queue's workers (an evolution worker
+    is no agent worker)."""
     moment = time.time() if now is None else now
     pipe = connection.pipeline(transaction=False)
-    pipe.zadd(SEEN_KEY, {name: moment})
-    pipe.zremrangebyscore(SEEN_KEY, "-inf", moment - SEEN_FORGET_SECONDS)
+    for queue in queues:
+        pipe.zadd(seen_key(queue), {name: moment})
+        pipe.zremrangebyscore(seen_key(queue), "-inf", moment - SEEN_FORGET_SECONDS)
     pipe.execute()
 
 
-def workers_seen_since(connection, since: float) -> list[str]:
-    return [name.decode() for name in connection.zrangebyscore(SEEN_KEY, since, "+inf")]
+def workers_seen_since(connection, queue: str, since: float) -> list[str]:
+    return [name.decode() for name in connection.zrangebyscore(seen_key(queue), since, "+inf")]
 
 
-async def _reap_and_report(connection, name: str) -> None:
+async def _reap_and_report(connection, name: str, queues: list[str]) -> None:
     from apps.tasks.db_threads import install
     from apps.tasks.reaper import REAP_SECONDS, reap_round
 
     install()
     while True:
         try:
-            await asyncio.to_thread(worker_seen, connection, name)
+            await asyncio.to_thread(worker_seen, connection, name, queues)
         except Exception:  # Redis away: RQ itself will stop this worker soon enough
             log.warning("worker %s could not report itself to Redis", name, exc_info=True)
         try:
@@ -64,7 +71,9 @@ class ReapingWorker(SimpleWorker):
 
     def work(self, *args, **kwargs):
         threading.Thread(
-            target=lambda: asyncio.run(_reap_and_report(self.connection, self.name)),
+            target=lambda: asyncio.run(
+                _reap_and_report(self.connection, self.name, self.queue_names())
+            ),
             name="agentkit-worker-reaper",
             daemon=True,
         ).start()

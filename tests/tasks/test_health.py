@@ -12,7 +12,7 @@ from django.test import Client
 
 from apps.engine.config import ConfigError
 from apps.tasks.conf import reload_agent_config
-from apps.tasks.worker import SEEN_KEY, worker_seen
+from apps.tasks.worker import seen_key, worker_seen
 from tests.support import ROOT, free_port, server_env
 
 pytestmark = pytest.mark.django_db
@@ -47,16 +47,20 @@ def test_healthz_is_ok_for_one_process_with_the_inline_executor(deployment):
 def test_healthz_with_executor_rq_needs_a_worker_seen_recently(deployment, redis_url):
     deployment(redis_url, "rq")
     connection = redis.Redis.from_url(redis_url)
-    connection.delete(SEEN_KEY)
+    connection.delete(seen_key("agent"), seen_key("evolution"))
     response = Client().get("/healthz")
     assert response.status_code == 503
     assert response.json()["workers"] == {"ok": False, "required": True, "seen": 0}
-    worker_seen(connection, "gone-worker", now=0)  # seen long ago: not counted
-    worker_seen(connection, "worker-1")
+    worker_seen(connection, "gone-worker", ["agent"], now=0)  # seen long ago: not counted
+    worker_seen(connection, "evolution-1", ["evolution"])  # runs no task: not counted
+    response = Client().get("/healthz")
+    assert response.status_code == 503
+    assert response.json()["workers"] == {"ok": False, "required": True, "seen": 0}
+    worker_seen(connection, "worker-1", ["agent"])
     response = Client().get("/healthz")
     assert response.status_code == 200, response.json()
     assert response.json()["workers"] == {"ok": True, "required": True, "seen": 1}
-    connection.delete(SEEN_KEY)
+    connection.delete(seen_key("agent"), seen_key("evolution"))
 
 
 def test_healthz_says_when_redis_is_unreachable(deployment):
