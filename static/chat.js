@@ -133,7 +133,7 @@
     const finished = FINISHED.includes(status);
     const stop = view.root.querySelector("[data-role=stop]");
     // a waiting turn's notice has its own Cancel: one button, not two
-    stop.hidden = finished || (status === "queued" && !!view.waitingFor);
+    stop.hidden = finished || (status === "queued" && !!view.noticed);
     if (!stop.disabled) stop.textContent = status === "queued" ? "Cancel" : "Stop";
     if (finished || IDLE.includes(status)) view.thinking.hidden = true;
     // A finished turn's tool cards fold away: the thread reads as questions and answers.

@@ -29,6 +29,7 @@
       // this workspace (one writer per workspace): queued until it ends, cancellable.
       view.waitingFor = ev.data.waiting_for || null;
       view.waitedFor = view.waitingFor || view.waitedFor;
+      view.noticed = true;  // the notice below has the Cancel button (the header's hides)
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode);
       setStatus(view, "queued");
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
@@ -50,6 +51,7 @@
     },
     task_started(view, ev) {
       view.waitingFor = null;
+      view.noticed = false;
       view.body.querySelectorAll("[data-role=cancel-queued]").forEach((b) => b.remove());
       // the wait is over: the notice says what happened, not what is going on
       view.body.querySelectorAll("[data-role=queued-notice]").forEach((n) => {

@@ -43,3 +43,29 @@ def test_task_runs_on_the_worker_and_streams_to_the_page(page: Page, rq_server, 
     task_id = task.get_attribute("data-task-id")
     page.screenshot(path=str(artifacts / "chat-rq-executor.png"), full_page=True)
     assert f"task-{task_id}" in worker_log.read_text(), "the job did not run on the RQ worker"
+
+
+def test_a_task_behind_a_busy_worker_shows_at_once_that_it_waits_for_one(
+    page: Page, rq_server, artifacts
+):
+    """One worker, busy with the first conversation's task: a task of a new conversation is
+    queued behind it, and says so at once (its first event, written as its job was queued),
+    with one Cancel button; when the worker takes it, the notice says what happened."""
+    server, _ = rq_server
+    log_in(page, server)
+    page.get_by_role("button", name="New conversation").click()
+    page.locator("#message").fill("fix the failing test in tests/test_slug.py")
+    page.get_by_role("button", name="Send").click()
+    first = page.locator("article.task").first
+    expect(first.locator("[data-role=status]")).to_have_text("running", timeout=30_000)
+    page.get_by_role("button", name="New conversation").click()
+    page.locator("#message").fill("which files are in this workspace?")
+    page.get_by_role("button", name="Send").click()
+    second = page.locator("article.task").first
+    notice = second.locator("[data-role=queued-notice]")
+    expect(notice).to_contain_text("Queued: waiting for a free worker")
+    # one Cancel: the header's Stop/Cancel stays hidden while the notice offers it
+    expect(second.locator("button:visible", has_text="Cancel")).to_have_count(1)
+    page.screenshot(path=str(artifacts / "chat-rq-queued.png"), full_page=True)
+    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    expect(notice).to_have_text("Waited for a free worker.")
