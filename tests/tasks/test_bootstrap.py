@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from apps.tasks.models import Workspace
-from tests.support import ROOT, server_env
+from tests.support import ROOT, migrate_sqlite, server_env
 
 pytestmark = pytest.mark.django_db
 
@@ -81,9 +81,7 @@ def test_generated_password_is_printed_once_and_works(dirs, monkeypatch, capsys)
 
 def test_bootstrap_command_runs_from_the_shell(tmp_path):
     env = server_env(tmp_path)
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True
-    )
+    migrate_sqlite(env)
     proc = subprocess.run(
         [sys.executable, "manage.py", "bootstrap"],
         cwd=ROOT,

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import manage, run_task_then_kill, server_env
+from tests.support import (
+    manage,
+    migrate_sqlite,
+    run_task_then_kill,
+    server_env,
+    wait_until_heartbeat_stale,
+)
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = (
@@ -85,7 +90,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
 """
         )
         env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
-        assert manage(env, "migrate", "-v", "0").returncode == 0
+        migrate_sqlite(env)
         made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
         assert made.returncode == 0, made.stderr
         task_id = int(made.stdout.strip().splitlines()[-1])
@@ -105,7 +110,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         refused = manage(env, "resume_task", str(task_id))  # its heartbeat is still fresh
         assert refused.returncode != 0 and "still running" in refused.stderr
 
-        time.sleep(ORPHAN_AFTER + 1)  # the dead run's heartbeat goes stale
+        wait_until_heartbeat_stale(tmp_path / "db.sqlite3", task_id, ORPHAN_AFTER)
         resumed = manage(env, "resume_task", str(task_id))
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert f"task {task_id}: completed" in resumed.stdout

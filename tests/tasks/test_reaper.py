@@ -10,16 +10,23 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import manage, run_task_then_kill, server_env
+from tests.support import (
+    manage,
+    migrate_sqlite,
+    run_task_then_kill,
+    server_env,
+    wait_until_heartbeat_stale,
+)
 
 pytestmark = pytest.mark.slow
 
 ORPHAN_AFTER = 10  # the first reap, right after the kill, must find the heartbeat fresh
+# where no reap comes before the heartbeat goes stale, the least executor.orphan_after_seconds
+SHORT_ORPHAN_AFTER = 5
 TURNS = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
     {"fail": "timeout"},  # the second call hangs: the process is killed here
@@ -74,7 +81,7 @@ def stored(db, task_id: int):
 
 
 @contextlib.contextmanager
-def killed_react_task(tmp_path):
+def killed_react_task(tmp_path, orphan_after: float = ORPHAN_AFTER):
     """A react task whose process was killed while its second model call hung: (env, task id)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -88,11 +95,11 @@ models:
 llm: {{main: main, timeout: {{connect: 5, read: 600}}, retries: {{max_attempts: 1}}}}
 repo_map: {{enabled: false}}
 evolution: {{enabled: false}}
-executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
+executor: {{orphan_after_seconds: {orphan_after}}}
 """
         )
         env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
-        assert manage(env, "migrate", "-v", "0").returncode == 0
+        migrate_sqlite(env)
         made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
         assert made.returncode == 0, made.stderr
         killed = int(made.stdout.split()[-1])
@@ -110,7 +117,7 @@ def test_a_killed_react_run_is_taken_over_from_its_stored_steps_once_its_heartbe
         assert early.returncode == 0 and early.stdout.strip().endswith("[]"), early.stderr
         assert stored(db, killed)[0] == "running"
 
-        time.sleep(ORPHAN_AFTER + 1)  # the dead run's heartbeat goes stale
+        wait_until_heartbeat_stale(tmp_path / "db.sqlite3", killed, ORPHAN_AFTER)
         reaped = manage(env, "shell", "-c", REAP_AND_WAIT.format(id=killed))
         assert reaped.returncode == 0, reaped.stderr
         assert f"({killed}, 'resumed'," in reaped.stdout
@@ -135,8 +142,8 @@ def test_a_killed_react_run_is_taken_over_from_its_stored_steps_once_its_heartbe
 
 
 def test_cancel_of_a_task_whose_process_died_ends_it_at_once(tmp_path):
-    with killed_react_task(tmp_path) as (env, killed, _):
-        time.sleep(ORPHAN_AFTER + 1)
+    with killed_react_task(tmp_path, SHORT_ORPHAN_AFTER) as (env, killed, _):
+        wait_until_heartbeat_stale(tmp_path / "db.sqlite3", killed, SHORT_ORPHAN_AFTER)
         cancel = manage(env, "shell", "-c", CANCEL.format(id=killed))
         assert cancel.stdout.strip().endswith("True"), cancel.stderr
         db = sqlite3.connect(tmp_path / "db.sqlite3")

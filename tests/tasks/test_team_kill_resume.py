@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer, Fault
-from tests.support import manage, run_task_then_kill, server_env
+from tests.support import (
+    manage,
+    migrate_sqlite,
+    run_task_then_kill,
+    server_env,
+    wait_until_heartbeat_stale,
+)
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = 5  # executor.orphan_after_seconds: the dead run's heartbeat is stale after this
@@ -92,7 +97,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
 """
         )
         env = server_env(tmp_path, AGENTKIT_CONFIG=str(config))
-        assert manage(env, "migrate", "-v", "0").returncode == 0
+        migrate_sqlite(env)
         made = manage(env, "shell", "-c", SETUP.format(root=str(workspace), spec=json.dumps(SPEC)))
         assert made.returncode == 0, made.stderr
         task_id = int(made.stdout.strip().splitlines()[-1])
@@ -111,7 +116,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         asked_before = [phase_of(r) for r in server.requests]
         assert asked_before == ["planner", "coder"]
 
-        time.sleep(ORPHAN_AFTER + 1)  # the dead run's heartbeat goes stale
+        wait_until_heartbeat_stale(tmp_path / "db.sqlite3", task_id, ORPHAN_AFTER)
         # Nobody resumes it by hand: a process that runs tasks reaps it (apps/tasks/reaper.py).
         reaped = manage(env, "shell", "-c", REAP.format(id=task_id))
         assert reaped.returncode == 0, reaped.stdout + reaped.stderr
