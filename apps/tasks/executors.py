@@ -40,21 +40,25 @@ def task_submit(*, task_id: int, reason: str | None = None) -> None:
     take-over), written into its `task_resumed` event."""
     config = agent_config()
     if config.executor.kind == "rq":
-        if not settings.REDIS_URL:
-            raise ApplicationError(
-                "executor 'rq' needs REDIS_URL (the workers and the web process must share a Redis); "
-                "set it, or use executor.kind: inline",
-                {"error_code": "executor_unavailable"},
-            )
-        # The job may wait for a spec review before its work: the queue's limit plus that wait.
-        wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
-        transaction.on_commit(
-            lambda: task_enqueue_rq(
-                task_id=task_id, queue=config.executor.queue, review_wait=wait, reason=reason
-            )
-        )
+        _submit_rq(config, [task_id], reason)
     else:
         transaction.on_commit(lambda: _start_inline(task_id, reason))
+
+
+def _submit_rq(config, task_ids: list[int], reason: str | None = None) -> None:
+    if not settings.REDIS_URL:
+        raise ApplicationError(
+            "executor 'rq' needs REDIS_URL (the workers and the web process must share a Redis); "
+            "set it, or use executor.kind: inline",
+            {"error_code": "executor_unavailable"},
+        )
+    # The job may wait for a spec review before its work: the queue's limit plus that wait.
+    wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
+    transaction.on_commit(
+        lambda: task_enqueue_rq_many(
+            task_ids=task_ids, queue=config.executor.queue, review_wait=wait, reason=reason
+        )
+    )
 
 
 def task_submit_many(*, tasks: list) -> None:
@@ -62,13 +66,18 @@ def task_submit_many(*, tasks: list) -> None:
     a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
     share their workspaces' repository maps), then they start together on the loop: preparing
     the later ones while the first already ran would make them compete with those runs for the
-    interpreter, and the last would start much later. Elsewhere: task_submit for each."""
+    interpreter, and the last would start much later. rq: their queued events in one
+    transaction, their jobs in one Redis round trip (task_enqueue_rq_many)."""
+    config = agent_config()
+    if config.executor.kind == "rq":
+        _submit_rq(config, [task.pk for task in tasks])
+        return
     loop = _serving_loop()
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
-    if agent_config().executor.kind != "inline" or loop is None or running is loop:
+    if loop is None or running is loop:
         for task in tasks:
             task_submit(task_id=task.pk)
         return
@@ -125,20 +134,37 @@ def task_enqueue_rq(
     *, task_id: int, queue: str, review_wait: float = 0, reason: str | None = None
 ) -> None:
     """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
-    its time limit is the queue's plus `review_wait`, the spec review it may wait for. A new
-    task (no `reason`) first gets its `task_waiting` event, seq 1, with the jobs ahead of it."""
+    its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
+    task_enqueue_rq_many(task_ids=[task_id], queue=queue, review_wait=review_wait, reason=reason)
+
+
+def task_enqueue_rq_many(
+    *, task_ids: list[int], queue: str, review_wait: float = 0, reason: str | None = None
+) -> None:
+    """task_enqueue_rq for several tasks, in this order, in one Redis round trip. New tasks (no
+    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py)."""
     import django_rq
+    from rq import Queue
 
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
-    args = (task_id,) if reason is None else (task_id, reason)
     rq_queue = django_rq.get_queue(queue)
-    if reason is None:  # a new task's first event, before a worker can start it (queued.py)
+    if reason is None:
         try:
-            record_queued(task_id, queue=queue, ahead=rq_queue.count)
-        except Exception:  # (Redis down: the enqueue below fails with the reason)  # the run records its own events all the same
-            log.warning("task %s: its queued event could not be written", task_id, exc_info=True)
-    rq_queue.enqueue(
-        RUN_TASK_JOB, *args, job_id=f"task-{task_id}", job_timeout=int(limit + review_wait)
+            record_queued(task_ids, queue=queue, ahead=rq_queue.count)
+        except Exception:  # the runs record their own events all the same (Redis down: below)
+            log.warning(
+                "tasks %s: their queued events could not be written", task_ids, exc_info=True
+            )
+    rq_queue.enqueue_many(
+        [
+            Queue.prepare_data(
+                RUN_TASK_JOB,
+                (task_id,) if reason is None else (task_id, reason),
+                job_id=f"task-{task_id}",
+                timeout=int(limit + review_wait),
+            )
+            for task_id in task_ids
+        ]
     )
 
 

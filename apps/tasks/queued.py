@@ -12,48 +12,53 @@ The run continues the task's seqs after it (the recorder starts at the stored `l
 seqs stay contiguous; the chat shows the notice, with Cancel, until `task_started`. Only a task
 with no event yet gets it: a task handed over to another worker (reaper.py) or resumed already
 has a history, and says why in its `task_resumed`.
+
+The tasks a burst of messages created together get theirs in one transaction (executors.py
+enqueues their jobs in one Redis round trip too). Nothing is sent to the channel layer: no socket
+follows a task before its creation returned, and a socket that follows it later replays it from
+the database (consumers.py) — a send per task would only cost the serving loop a hop each.
 """
 
 from __future__ import annotations
 
-import logging
-
 from django.db import transaction
 from django.utils import timezone
 
-from apps.tasks.ending import publish_blocking
 from apps.tasks.models import Task, TaskEvent, TaskStatus
-
-log = logging.getLogger(__name__)
 
 WORKER_WAIT_REASON = "waiting for a free worker"
 
 
-def record_queued(task_id: int, *, queue: str, ahead: int) -> dict | None:
-    """Write seq 1 `task_waiting` for a task that has no event yet and is still queued, and
-    send it to the task's sockets; returns its message, or None when the task already had an
-    event (it is not new) or is no longer queued."""
+def record_queued(task_ids: list[int], *, queue: str, ahead: int) -> list[dict]:
+    """Write seq 1 `task_waiting` for each of `task_ids` (in queue order, `ahead` jobs before
+    the first) that has no event yet and is still queued; returns their messages."""
+    now = timezone.now()
+    place = {task_id: index for index, task_id in enumerate(task_ids)}
     with transaction.atomic():
-        task = (
+        tasks = (
             Task.objects.select_for_update()
-            .filter(pk=task_id, last_seq=0, status=TaskStatus.QUEUED)
+            .filter(pk__in=task_ids, last_seq=0, status=TaskStatus.QUEUED)
             .only("pk", "goal", "mode")
-            .first()
+            .order_by("pk")
         )
-        if task is None:
-            return None
-        data = {
-            "reason": WORKER_WAIT_REASON,
-            "waiting_for": None,
-            "ahead": ahead,
-            "queue": queue,
-            "goal": task.goal,
-            "mode": task.mode,
-        }
-        event = TaskEvent.objects.create(
-            task_id=task_id, seq=1, type="task_waiting", data=data, ts=timezone.now()
-        )
-        Task.objects.filter(pk=task_id).update(last_seq=1)
-    message = event.as_message()
-    publish_blocking(task_id, [message])  # a socket that already follows it (else: replay)
-    return message
+        events = [
+            TaskEvent(
+                task_id=task.pk,
+                seq=1,
+                type="task_waiting",
+                data={
+                    "reason": WORKER_WAIT_REASON,
+                    "waiting_for": None,
+                    "ahead": ahead + place[task.pk],
+                    "queue": queue,
+                    "goal": task.goal,
+                    "mode": task.mode,
+                },
+                ts=now,
+            )
+            for task in tasks
+        ]
+        if events:
+            TaskEvent.objects.bulk_create(events)
+            Task.objects.filter(pk__in=[event.task_id for event in events]).update(last_seq=1)
+    return [event.as_message() for event in events]

@@ -15,7 +15,7 @@ from django.test import Client
 from rq import Queue, SimpleWorker
 
 from apps.tasks.conf import reload_agent_config
-from apps.tasks.executors import task_enqueue_rq, task_submit
+from apps.tasks.executors import task_enqueue_rq, task_submit, task_submit_many
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.queued import WORKER_WAIT_REASON
 from apps.tasks.services import task_request_cancel
@@ -86,6 +86,22 @@ def test_a_task_sent_to_the_workers_says_at_once_that_it_waits_for_one(demo, rq_
         assert kinds.count("task_waiting") == 1 and kinds.count("task_finished") == 1
         assert kinds[-1] == "task_finished"
         assert Task.objects.get(pk=task.pk).status == "completed"
+
+
+def test_tasks_created_together_are_queued_together_in_order(demo, rq_queue):
+    """A burst of messages (intake.py): their events in one transaction, their jobs in one round
+    trip, each told how many jobs are ahead of it."""
+    user, workspace, _ = demo
+    task_submit(task_id=make_task(user, workspace, goal="before", mode="direct_chat").pk)
+    burst = [make_task(user, workspace, goal=f"burst {i}", mode="direct_chat") for i in range(3)]
+    task_submit_many(tasks=burst)
+
+    assert rq_queue.job_ids[1:] == [f"task-{task.pk}" for task in burst]
+    for ahead, task in enumerate(burst, start=1):
+        [event] = _events(task)
+        assert (event.seq, event.type, event.data["ahead"]) == (1, "task_waiting", ahead)
+        assert event.data["goal"] == task.goal
+        assert Task.objects.get(pk=task.pk).last_seq == 1
 
 
 def test_a_task_with_a_history_gets_no_second_queued_event(demo, rq_queue):
