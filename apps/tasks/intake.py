@@ -96,6 +96,10 @@ class Intake:
         )
         done: list = []
         groups: dict[str, list] = {}  # workspace directory -> [(future, new task)]
+        # With executor rq nothing is prepared here: the batch's jobs are queued together, in
+        # the order the messages came (grouped by workspace, one workspace's jobs would queue
+        # side by side, and the workers taking them would wait on its lease one after another).
+        by_workspace = agent_config().executor.kind != "rq"
         for message, request in zip(batch, requests, strict=True):
             outcome = request if isinstance(request, Exception) else next(made)
             if isinstance(outcome, DatabaseError):  # the database refused this message's rows
@@ -108,7 +112,8 @@ class Intake:
             if isinstance(outcome, Exception):
                 done.append((message.future, outcome))
             elif outcome.last_seq == 0 and outcome.status == "queued":
-                groups.setdefault(outcome.workspace.root_dir, []).append((message.future, outcome))
+                key = outcome.workspace.root_dir if by_workspace else ""
+                groups.setdefault(key, []).append((message.future, outcome))
             else:  # re-sent: its run is under way or over
                 done.append((message.future, (outcome, False)))
         loop.call_soon_threadsafe(_settle_all, done)

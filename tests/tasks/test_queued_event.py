@@ -5,6 +5,7 @@ the test database, the real RQ queue; the jobs run by RQ's own worker, in burst 
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -16,10 +17,11 @@ from rq import Queue, SimpleWorker
 
 from apps.tasks.conf import reload_agent_config
 from apps.tasks.executors import task_enqueue_rq, task_submit, task_submit_many
+from apps.tasks.intake import intake
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.queued import WORKER_WAIT_REASON
 from apps.tasks.services import task_request_cancel
-from tests.tasks.factories import add_events, make_task
+from tests.tasks.factories import add_events, make_task, make_workspace
 from tests.tasks.test_consumer import open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -102,6 +104,34 @@ def test_tasks_created_together_are_queued_together_in_order(demo, rq_queue):
         assert (event.seq, event.type, event.data["ahead"]) == (1, "task_waiting", ahead)
         assert event.data["goal"] == task.goal
         assert Task.objects.get(pk=task.pk).last_seq == 1
+
+
+def test_messages_sent_together_queue_their_jobs_in_the_order_they_came(demo, rq_queue, tmp_path):
+    """Messages to two workspaces, alternately, in one intake batch: their jobs queue in the
+    order of the messages, not one workspace's after the other's (the workers taking a
+    workspace's jobs side by side would wait on its lease one after another)."""
+    user, demo_workspace, _ = demo
+    (tmp_path / "other").mkdir()
+    other = make_workspace("other", tmp_path / "other", user)
+    spaces = [demo_workspace, other] * 3
+
+    async def send_all():
+        return await asyncio.gather(
+            *(
+                intake().create(
+                    user=user,
+                    content={"text": f"message {i}", "workspace": space.pk,
+                             "mode": "direct_chat", "client_msg_id": f"together-{i}"},
+                )  # fmt: skip
+                for i, space in enumerate(spaces)
+            )
+        )
+
+    made = async_to_sync(send_all)()
+    ids = [task.pk for task, submitted in made if submitted]
+    assert len(ids) == 6 and ids == sorted(ids)
+    assert rq_queue.job_ids == [f"task-{task_id}" for task_id in ids]
+    assert [_events(Task.objects.get(pk=i))[0].data["ahead"] for i in ids] == list(range(6))
 
 
 def test_a_task_with_a_history_gets_no_second_queued_event(demo, rq_queue):
