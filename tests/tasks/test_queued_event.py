@@ -115,17 +115,17 @@ def test_messages_sent_together_queue_their_jobs_in_the_order_they_came(demo, rq
     other = make_workspace("other", tmp_path / "other", user)
     spaces = [demo_workspace, other] * 3
 
+    def message(i: int, space) -> dict:
+        return {
+            "text": f"message {i}",
+            "workspace": space.pk,
+            "mode": "direct_chat",
+            "client_msg_id": f"together-{i}",
+        }
+
     async def send_all():
-        return await asyncio.gather(
-            *(
-                intake().create(
-                    user=user,
-                    content={"text": f"message {i}", "workspace": space.pk,
-                             "mode": "direct_chat", "client_msg_id": f"together-{i}"},
-                )  # fmt: skip
-                for i, space in enumerate(spaces)
-            )
-        )
+        messages = [message(i, space) for i, space in enumerate(spaces)]
+        return await asyncio.gather(*(intake().create(user=user, content=m) for m in messages))
 
     made = async_to_sync(send_all)()
     ids = [task.pk for task, submitted in made if submitted]
