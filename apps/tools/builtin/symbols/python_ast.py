@@ -14,15 +14,26 @@ _STATEMENT_LIST_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
 # threads: when a thread switch (a garbage collection running Python code) lets a second thread
 # parse while the first builds its tree, one of them fails with SystemError "AST constructor
 # recursion depth mismatch" (python/cpython gh-106905). Repository maps are built in worker
-# threads side by side, so parses take turns; parsing holds the GIL anyway.
+# threads side by side, so parses take turns; parsing holds the GIL anyway. Code this lock does
+# not cover can still build an AST meanwhile (a module compiled from source as another thread
+# imports it): the constructor sets the depth afresh at every call, so a parse that lost that
+# race is simply parsed again (at most _RACE_TRIES times).
 _PARSING = threading.Lock()
+_RACE = "AST constructor recursion depth mismatch"
+_RACE_TRIES = 3
 
 
 def parse(source: str) -> ast.Module:
     """ast.parse, one thread at a time (see _PARSING); SyntaxWarnings silenced."""
     with _PARSING, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes is not our business
-        return ast.parse(source)
+        for attempt in range(1, _RACE_TRIES + 1):
+            try:
+                return ast.parse(source)
+            except SystemError as exc:
+                if _RACE not in str(exc) or attempt == _RACE_TRIES:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def python_symbols(source: str) -> list[SymbolSpan]:
