@@ -168,14 +168,8 @@ def agentkit_server(
     `worker=True` also an RQ worker for `queues` (needs REDIS_URL in extra_env)."""
     env = server_env(tmp, **extra_env)
     migrate_sqlite(env)
-    subprocess.run(
-        [sys.executable, "manage.py", "bootstrap"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    booted = manage(env, "bootstrap")
+    assert booted.returncode == 0, booted.stdout + booted.stderr
     port = free_port()
     log_path = tmp / "daphne.log"
     with open(log_path, "wb") as log:

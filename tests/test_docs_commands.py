@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import ROOT, agentkit_server, migrate_sqlite
+from tests.support import ROOT, agentkit_server, manage, migrate_sqlite
 
 MARKER = "<!-- runnable -->"
 SERVER_MARKER = "<!-- runnable: server -->"
@@ -131,14 +131,7 @@ def docs_env(tmp_path_factory) -> dict[str, str]:
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
     migrate_sqlite(env)
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "bootstrap"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = manage(env, "bootstrap")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return env
 

@@ -11,7 +11,7 @@ from django.test import Client
 
 from apps.tasks.models import ApiToken, Task
 from apps.tasks.services import api_token_create, api_token_revoke
-from tests.support import ROOT, migrate_sqlite, server_env
+from tests.support import ROOT, manage, migrate_sqlite, server_env
 from tests.tasks.factories import add_events, make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db
@@ -130,13 +130,8 @@ def test_cancel_of_a_finished_task_reports_nothing_to_cancel(alice):
 def test_create_api_token_prints_the_token_alone_on_the_last_line(tmp_path):
     env = server_env(tmp_path)
     migrate_sqlite(env)
-    subprocess.run(
-        [sys.executable, "manage.py", "bootstrap"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
+    booted = manage(env, "bootstrap")
+    assert booted.returncode == 0, booted.stdout + booted.stderr
     proc = subprocess.run(
         [sys.executable, "manage.py", "create_api_token", "admin"],
         cwd=ROOT,

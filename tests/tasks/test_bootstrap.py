@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from apps.tasks.models import Workspace
-from tests.support import ROOT, migrate_sqlite, server_env
+from tests.support import manage, migrate_sqlite, server_env
 
 pytestmark = pytest.mark.django_db
 
@@ -82,12 +81,6 @@ def test_generated_password_is_printed_once_and_works(dirs, monkeypatch, capsys)
 def test_bootstrap_command_runs_from_the_shell(tmp_path):
     env = server_env(tmp_path)
     migrate_sqlite(env)
-    proc = subprocess.run(
-        [sys.executable, "manage.py", "bootstrap"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = manage(env, "bootstrap")
     assert proc.returncode == 0, proc.stderr
     assert "workspace 'demo'" in proc.stdout
