@@ -72,6 +72,15 @@ TARGETS: tuple[Target, ...] = (
         source="issue 17",
     ),
     Target(
+        "step_side_by_side",
+        "marginal step on the outside side-by-side's scale (by smolagents' step)",
+        "agentkit_on_outside_scale_us",
+        "<=",
+        25.0,
+        "µs",
+        source="issue 31",
+    ),
+    Target(
         "engine_overhead",
         "plan_exec ÷ react overhead per step (median of pairs)",
         "plan_exec_overhead_ratio",
