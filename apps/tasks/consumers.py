@@ -169,13 +169,18 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
-        task, submitted = await intake().create(user=self.user, content=content)
-        # A new task submitted to a run on this loop that has delivered nothing yet: nothing is
-        # stored to replay, and `deliver_local` hands this socket every batch from the first.
-        fresh = submitted and runs_on(task.pk, self.loop)
-        await self._follow(
-            task.pk, after_seq=task.last_seq, replay=not (fresh and not delivered_any(task.pk))
-        )
+
+        created = await intake().create(user=self.user, content=content)
+        task = created.task
+        # Nothing to replay for a new task whose first events are in hand (rq: its queued event,
+        # written before its job was queued), nor for one submitted to a run on this loop that
+        # has delivered nothing yet (`deliver_local` hands this socket every batch from the
+        # first). Should the run publish before this socket joins its group, the next event
+        # shows the gap and `_send_event` fills it from the database (the catch-up loop, if no
+        # event follows).
+        fresh = created.submitted and runs_on(task.pk, self.loop)
+        replay = not (created.events or (fresh and not delivered_any(task.pk)))
+        await self._follow(task.pk, after_seq=task.last_seq, replay=replay, known=created.events)
 
     async def _handle_resume(self, content: dict) -> None:
         after = content.get("after_seq", 0)
@@ -209,16 +214,25 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await _db(executors.task_submit)(task_id=task_id)
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
-    async def _follow(self, task_id: int, *, after_seq: int, replay: bool = True) -> None:
-        """Join the task's group first, then replay what is stored after `after_seq`; live events
-        queued meanwhile are de-duplicated by seq in `_send_event`."""
+    async def _follow(
+        self, task_id: int, *, after_seq: int, replay: bool = True, known: list | None = None
+    ) -> None:
+        """Send `known` (events after `after_seq` the caller has in hand: a new task's
+        `task_waiting`) at once, then join the task's group, then replay what is stored after
+        the last event sent; live events queued meanwhile (behind `delivery`) are de-duplicated
+        by seq in `_send_event`."""
         async with self.delivery:
-            if task_id not in self.sent_seq:
+            new = task_id not in self.sent_seq
+            if new:
                 follow(task_id, self)
-                if not runs_on(task_id, self.loop):  # else deliver_local has it all
-                    await self._join_group(task_id)
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
+            for event in known or ():
+                self._send_in_order(event)
+            await self._send_frames()
+
+            if new and not runs_on(task_id, self.loop):  # else deliver_local has it all
+                await self._join_group(task_id)
             if replay:
                 await self._replay(task_id)
             await self._send_frames()

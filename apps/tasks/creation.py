@@ -30,6 +30,9 @@ class TaskRequest:
     client_msg_id: str = ""
     conversation: object = None  # None: a new conversation
     model: str = ""
+    # `workspace` was looked up among the user's own (selectors.workspace_for_user) just now:
+    # its membership need not be read again
+    member_checked: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ def _check(request: TaskRequest, config, members: set | None = None) -> _Checked
         raise ApplicationError("workspace not found", {"error_code": "not_found"})
     # The membership row itself, one prepared statement (every socket's task creation asks).
     pair = (workspace.pk, request.user.pk)
+    if request.member_checked and workspace is request.workspace and members is not None:
+        members.add(pair)
     if members is None or pair not in members:
         if not selectors.is_workspace_member(workspace_id=pair[0], user_id=pair[1]):
             raise ApplicationError("workspace not found", {"error_code": "not_found"})

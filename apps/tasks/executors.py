@@ -46,32 +46,52 @@ def task_submit(*, task_id: int, reason: str | None = None) -> None:
 
 
 def _submit_rq(config, task_ids: list[int], reason: str | None = None) -> None:
+    _require_redis()
+    transaction.on_commit(
+        lambda: task_enqueue_rq_many(
+            task_ids=task_ids,
+            queue=config.executor.queue,
+            review_wait=_review_wait(config),
+            reason=reason,
+        )
+    )
+
+
+def _require_redis() -> None:
     if not settings.REDIS_URL:
         raise ApplicationError(
             "executor 'rq' needs REDIS_URL (the workers and the web process must share a Redis); "
             "set it, or use executor.kind: inline",
             {"error_code": "executor_unavailable"},
         )
-    # The job may wait for a spec review before its work: the queue's limit plus that wait.
-    wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
-    transaction.on_commit(
-        lambda: task_enqueue_rq_many(
-            task_ids=task_ids, queue=config.executor.queue, review_wait=wait, reason=reason
-        )
-    )
 
 
-def task_submit_many(*, tasks: list) -> None:
+def _review_wait(config) -> float:
+    """What a job may wait for a spec review before its work (added to the queue's limit)."""
+    return config.spec_review.timeout_seconds if config.spec_review.enabled else 0
+
+
+def task_submit_many(*, tasks: list) -> dict[int, list[dict]]:
     """task_submit for tasks that a worker thread of the serving loop created together, outside
     a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
     share their workspaces' repository maps), then they start together on the loop: preparing
     the later ones while the first already ran would make them compete with those runs for the
     interpreter, and the last would start much later. rq: their queued events in one
-    transaction, their jobs in one Redis round trip (task_enqueue_rq_many)."""
+    transaction, their jobs in one Redis round trip (task_enqueue_rq_many).
+
+    Returns the events written here, per task (rq: each new task's `task_waiting`), so that the
+    socket that sent the message can send them on without reading them back."""
     config = agent_config()
     if config.executor.kind == "rq":
-        _submit_rq(config, [task.pk for task in tasks])
-        return
+        if transaction.get_connection().in_atomic_block:  # the jobs wait for the commit
+            _submit_rq(config, [task.pk for task in tasks])
+            return {}
+        _require_redis()
+        return task_enqueue_rq_many(
+            task_ids=[task.pk for task in tasks],
+            queue=config.executor.queue,
+            review_wait=_review_wait(config),
+        )
     loop = _serving_loop()
     try:
         running = asyncio.get_running_loop()
@@ -80,12 +100,13 @@ def task_submit_many(*, tasks: list) -> None:
     if loop is None or running is loop:
         for task in tasks:
             task_submit(task_id=task.pk)
-        return
+        return {}
     from apps.tasks.runner import prepare_run
 
     built: dict = {}
     prepared = [(task.pk, prepare_run(task.pk, task, built)) for task in tasks]
     loop.call_soon_threadsafe(_spawn_all, prepared, context=contextvars.Context())
+    return {}
 
 
 def _spawn_all(prepared: list) -> None:
@@ -140,17 +161,19 @@ def task_enqueue_rq(
 
 def task_enqueue_rq_many(
     *, task_ids: list[int], queue: str, review_wait: float = 0, reason: str | None = None
-) -> None:
+) -> dict[int, list[dict]]:
     """task_enqueue_rq for several tasks, in this order, in one Redis round trip. New tasks (no
-    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py)."""
-    import django_rq
+    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py);
+    returns those events' messages per task."""
     from rq import Queue
 
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
-    rq_queue = django_rq.get_queue(queue)
+    rq_queue = _rq_queue(queue)
+    written: dict[int, list[dict]] = {}
     if reason is None:
         try:
-            record_queued(task_ids, queue=queue, ahead=rq_queue.count)
+            for message in record_queued(task_ids, queue=queue, ahead=rq_queue.count):
+                written.setdefault(message["task_id"], []).append(message)
         except Exception:  # the runs record their own events all the same (Redis down: below)
             log.warning(
                 "tasks %s: their queued events could not be written", task_ids, exc_info=True
@@ -166,6 +189,24 @@ def task_enqueue_rq_many(
             for task_id in task_ids
         ]
     )
+    return written
+
+
+# (queue name, its connection settings) -> Redis client: django_rq.get_queue makes a new client
+# (a new connection pool, so a new TCP connection) at every call; a process keeps one per queue
+# and settings (redis-py's pool is thread-safe, and starts afresh in a forked child).
+_rq_connections: dict = {}
+
+
+def _rq_queue(name: str):
+    import django_rq
+    from django_rq.settings import QUEUES
+
+    key = (name, repr(sorted(QUEUES.get(name, {}).items())))
+    connection = _rq_connections.get(key)
+    if connection is None:
+        connection = _rq_connections[key] = django_rq.get_connection(name)
+    return django_rq.get_queue(name, connection=connection)
 
 
 def _serving_loop() -> asyncio.AbstractEventLoop | None:

@@ -5,15 +5,18 @@ SQLite's write lock (asleep in its busy handler, which does not wake when the lo
 while the other sockets' messages queued for a free thread. Here the messages of one serving
 loop queue in an `Intake`; one worker thread takes all that are waiting and creates their tasks
 in one transaction (creation.task_create_many); then each workspace's new runs are prepared in a
-thread of their own and start together (executors.task_submit_many). Messages sent meanwhile
-form the next batch; a lone message is a batch of one, with no wait added."""
+thread of their own and start together (executors.task_submit_many). With executor rq there is
+nothing to prepare: the same thread queues the batch's jobs right after creating their tasks, and
+each socket gets its task's `task_waiting` (seq 1) from memory, not from the database. Messages
+sent meanwhile form the next batch; a lone message is a batch of one, with no wait added."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
@@ -40,6 +43,17 @@ def intake() -> Intake:
     return found
 
 
+@dataclass(frozen=True)
+class Created:
+    """What a socket's message led to: its task; whether it was submitted now (False: a re-sent
+    message's task, already under way or over); the events stored for it meanwhile (with
+    executor rq, its `task_waiting`), for the socket to send without reading them back."""
+
+    task: object
+    submitted: bool
+    events: list = field(default_factory=list)
+
+
 @dataclass
 class _Message:
     user: object
@@ -49,33 +63,45 @@ class _Message:
 
 class Intake:
     def __init__(self):
+        self.lock = threading.Lock()  # `waiting` and `draining`: the loop adds, a thread takes
         self.waiting: list[_Message] = []
-        self.drainer: asyncio.Task | None = None  # referenced: the loop keeps tasks weakly
+        self.draining = False
+        self.drainers: set[asyncio.Task] = set()  # referenced: the loop keeps tasks weakly
         self.starters: set[asyncio.Task] = set()
 
-    async def create(self, *, user, content: dict):
+    async def create(self, *, user, content: dict) -> Created:
         """The task for a socket's `user_message` (a re-sent `client_msg_id`: the task created
-        the first time) and whether it was started now. Raises the message's error."""
-        future = asyncio.get_running_loop().create_future()
-        self.waiting.append(_Message(user, content, future))
-        if self.drainer is None:
-            self.drainer = asyncio.get_running_loop().create_task(self._drain())
+        the first time), whether it was started now, and its events stored meanwhile. Raises the
+        message's error."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        with self.lock:
+            self.waiting.append(_Message(user, content, future))
+            start, self.draining = not self.draining, True
+        if start:
+            drainer = loop.create_task(sync_to_async(self._drain, thread_sensitive=False)(loop))
+            self.drainers.add(drainer)
+            drainer.add_done_callback(self.drainers.discard)
         return await future
 
-    async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while self.waiting:
+    def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Blocking, in a worker thread: the batches, one after the other, until none waits. The
+        thread takes the next batch itself, without a trip back to the loop (which, busy with a
+        burst's handshakes, would start it tens of milliseconds later)."""
+        while True:
+            with self.lock:
+                if not self.waiting:
+                    self.draining = False
+                    return
                 batch, self.waiting = self.waiting[:BATCH_MAX], self.waiting[BATCH_MAX:]
-                try:
-                    await sync_to_async(self._create, thread_sensitive=False)(batch, loop)
-                except BaseException as exc:  # the database failed: every message of the batch
-                    for message in batch:
-                        _settle(message.future, exc)
-                    if not isinstance(exc, Exception):
-                        raise
-        finally:
-            self.drainer = None
+            try:
+                self._create(batch, loop)
+            except BaseException as exc:  # the database failed: every message of the batch
+                loop.call_soon_threadsafe(_settle_all, [(m.future, exc) for m in batch])
+                if not isinstance(exc, Exception):
+                    with self.lock:
+                        self.draining = False
+                    raise
 
     def _create(self, batch: list[_Message], loop: asyncio.AbstractEventLoop) -> None:
         """Blocking, in a worker thread. A message's outcome reaches its socket through the
@@ -115,8 +141,12 @@ class Intake:
                 key = outcome.workspace.root_dir if by_workspace else ""
                 groups.setdefault(key, []).append((message.future, outcome))
             else:  # re-sent: its run is under way or over
-                done.append((message.future, (outcome, False)))
+                done.append((message.future, Created(outcome, False)))
         loop.call_soon_threadsafe(_settle_all, done)
+        if not by_workspace:  # rq: an event and a job per task, no preparation; here and now
+            for group in groups.values():
+                _start(group, loop)
+            return
         # Each workspace's runs are prepared in a thread of their own, after this one returns:
         # the next batch's creation and another workspace's runs do not wait for a repository
         # map (up to repo_map.time_limit_seconds for a huge workspace).
@@ -134,11 +164,12 @@ def _start(group: list, loop: asyncio.AbstractEventLoop) -> None:
     sockets learn of them."""
     tasks = list({task.pk: task for _, task in group}.values())  # a message sent twice: once
     try:
-        executors.task_submit_many(tasks=tasks)
+        written = executors.task_submit_many(tasks=tasks)
     except Exception as exc:  # the executor is not usable (rq without Redis), or a crash
         loop.call_soon_threadsafe(_settle_all, [(future, exc) for future, _ in group])
         return
-    loop.call_soon_threadsafe(_settle_all, [(future, (task, True)) for future, task in group])
+    settled = [(future, Created(task, True, written.get(task.pk, []))) for future, task in group]
+    loop.call_soon_threadsafe(_settle_all, settled)
 
 
 def _request(user, content: dict, workspaces: dict) -> TaskRequest:
@@ -169,6 +200,7 @@ def _request(user, content: dict, workspaces: dict) -> TaskRequest:
         skill=content.get("skill") or None,
         client_msg_id=str(content.get("client_msg_id") or ""),
         conversation=content.get("conversation"),  # None: a new conversation
+        member_checked=workspace is not None,  # found among the user's (_workspace)
     )
 
 

@@ -15,8 +15,9 @@ has a history, and says why in its `task_resumed`.
 
 The tasks a burst of messages created together get theirs in one transaction (executors.py
 enqueues their jobs in one Redis round trip too). Nothing is sent to the channel layer: no socket
-follows a task before its creation returned, and a socket that follows it later replays it from
-the database (consumers.py) — a send per task would only cost the serving loop a hop each.
+follows a task before its creation returned. The socket that sent the message gets the event in
+hand from the intake (intake.Created) and sends it at once; a socket that follows the task later
+replays it from the database (consumers.py).
 """
 
 from __future__ import annotations

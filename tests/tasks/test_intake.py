@@ -14,7 +14,8 @@ from django.db.backends.signals import connection_created
 
 from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
-from apps.tasks.models import Conversation, Task
+from apps.tasks.intake import intake
+from apps.tasks.models import Conversation, Task, Workspace
 from apps.tasks.services import ApplicationError, task_create
 from tests.tasks.factories import make_task
 from tests.tasks.test_consumer import (  # noqa: F401  (people: a fixture)
@@ -259,3 +260,60 @@ async def test_a_message_the_database_refuses_gets_an_error_frame_and_its_socket
         await sync_to_async(refuse)(False)
     goals = await sync_to_async(lambda: list(Task.objects.values_list("goal", flat=True)))()
     assert goals == ["hello"]
+
+
+def test_a_workspace_found_among_the_users_own_is_not_checked_again(people):  # noqa: F811
+    """The intake looks a message's workspace up among the user's own workspaces; creation then
+    reads no membership row for it. Without that lookup (member_checked False), or for a
+    workspace the user does not belong to, the membership is read, and refused."""
+    alice, alpha, beta = people["alice"], people["alpha"], people["beta"]
+    members = Workspace.members.through._meta.db_table
+
+    def membership_reads(request):
+        outcomes, executed = traced(
+            lambda: task_create_many(requests=[request], config=agent_config())
+        )
+        return outcomes[0], [sql for sql in executed if members in sql]
+
+    made, reads = membership_reads(
+        TaskRequest(user=alice, workspace=alpha, text="@chat one", member_checked=True)
+    )
+    assert isinstance(made, Task) and reads == []
+    made, reads = membership_reads(TaskRequest(user=alice, workspace=alpha, text="@chat two"))
+    assert isinstance(made, Task) and len(reads) == 1
+    refused, reads = membership_reads(TaskRequest(user=alice, workspace=beta, text="@chat three"))
+    assert isinstance(refused, ApplicationError) and len(reads) == 1
+
+
+async def test_messages_arriving_while_batches_are_in_flight_all_get_their_tasks(
+    people,  # noqa: F811
+):
+    """Messages sent one after another while the intake's thread is creating earlier batches:
+    the thread takes each next batch itself, and none is left waiting (each gets its task, in
+    few batches)."""
+    alice = people["alice"]
+    inserts: list[str] = []
+
+    def trace(sender, connection, **kwargs):
+        if connection.vendor == "sqlite":
+            connection.connection.set_trace_callback(
+                lambda sql: inserts.append(sql) if sql.upper().startswith("INSERT") else None
+            )
+
+    async def send(index: int):
+        await asyncio.sleep(0.002 * (index % 10))  # in waves, some while a batch is in flight
+        content = {"text": f"@chat message {index}", "client_msg_id": f"w{index}"}
+        return await intake().create(user=alice, content=content)
+
+    connection_created.connect(trace)
+    try:
+        async with asyncio.timeout(30):
+            created = await asyncio.gather(*(send(i) for i in range(40)))
+    finally:
+        connection_created.disconnect(trace)
+    goals = {c.task.goal for c in created}
+    assert goals == {f"message {i}" for i in range(40)}
+    assert all(c.submitted for c in created)
+    stored = await sync_to_async(lambda: set(Task.objects.values_list("goal", flat=True)))()
+    assert stored == goals
+    assert 1 <= len(inserts_into(inserts, Task)) < 40

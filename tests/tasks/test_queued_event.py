@@ -128,10 +128,14 @@ def test_messages_sent_together_queue_their_jobs_in_the_order_they_came(demo, rq
         return await asyncio.gather(*(intake().create(user=user, content=m) for m in messages))
 
     made = async_to_sync(send_all)()
-    ids = [task.pk for task, submitted in made if submitted]
+    ids = [created.task.pk for created in made if created.submitted]
     assert len(ids) == 6 and ids == sorted(ids)
     assert rq_queue.job_ids == [f"task-{task_id}" for task_id in ids]
     assert [_events(Task.objects.get(pk=i))[0].data["ahead"] for i in ids] == list(range(6))
+    # each socket gets its task's stored seq 1 in hand, to send without reading it back
+    for created in made:
+        (stored,) = _events(created.task)
+        assert created.events == [stored.as_message()]
 
 
 def test_a_task_with_a_history_gets_no_second_queued_event(demo, rq_queue):
