@@ -180,7 +180,8 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         # event follows).
         fresh = created.submitted and runs_on(task.pk, self.loop)
         replay = not (created.events or (fresh and not delivered_any(task.pk)))
-        await self._follow(task.pk, after_seq=task.last_seq, replay=replay, known=created.events)
+        after = created.events[0]["seq"] - 1 if created.events else task.last_seq
+        await self._follow(task.pk, after_seq=after, replay=replay, known=created.events)
 
     async def _handle_resume(self, content: dict) -> None:
         after = content.get("after_seq", 0)

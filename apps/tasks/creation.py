@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.tasks import selectors
 from apps.tasks.errors import ApplicationError
-from apps.tasks.models import Conversation, Task, Workspace
+from apps.tasks.models import Conversation, Task, TaskEvent, Workspace
 from apps.tasks.routing import Routing, max_message_chars, route_message
 
 logger = logging.getLogger(__name__)
@@ -93,13 +93,16 @@ def create_one(request: TaskRequest, config) -> Task:
     return outcome
 
 
-def task_create_many(*, requests: list[TaskRequest], config) -> list:
+def task_create_many(*, requests: list[TaskRequest], config, opening=None) -> list:
     """task_create for several messages at once (sockets sending together, apps/tasks/intake.py):
     the checks of each, then ONE transaction with one re-send lookup per user and one INSERT per
     table, instead of a transaction per message that each waits for the database's write lock.
     Returns, in order, each message's task or the error that concerns it alone (an
     ApplicationError; a DatabaseError when the database refused its rows). If the transaction
-    fails, each message is created on its own, so no message fails for another's sake."""
+    fails, each message is created on its own, so no message fails for another's sake.
+
+    `opening` (queued.QueuedOpening): the new tasks' first events, written in the same
+    transaction (the tasks go in with their `last_seq`)."""
     checked: list = []
     members: set = set()
     for request in requests:
@@ -108,7 +111,7 @@ def task_create_many(*, requests: list[TaskRequest], config) -> list:
         except ApplicationError as exc:
             checked.append(exc)
     try:
-        return _create_rows(checked)
+        return _create_rows(checked, opening)
     except DatabaseError:
         logger.warning("creating %s tasks together failed; creating each alone", len(requests))
     outcomes = []
@@ -117,14 +120,14 @@ def task_create_many(*, requests: list[TaskRequest], config) -> list:
             outcomes.append(first)
             continue
         try:
-            (outcome,) = _create_rows([_check(request, config)])
+            (outcome,) = _create_rows([_check(request, config)], opening)
         except (ApplicationError, DatabaseError) as exc:  # this message's alone
             outcome = exc
         outcomes.append(outcome)
     return outcomes
 
 
-def _create_rows(checked: list) -> list:
+def _create_rows(checked: list, opening=None) -> list:
     """In one transaction: re-sent messages get their first task; the others get a conversation
     (unless they continue one) and a task, inserted together. `checked`: _Checked or an
     ApplicationError (kept as the outcome)."""
@@ -175,7 +178,16 @@ def _create_rows(checked: list) -> list:
             Conversation.objects.filter(pk__in=list(continued)).update(updated_at=now)
             for conversation in continued.values():
                 conversation.updated_at = now
-        _insert(Task, [task for _, task in created])
+        tasks = [task for _, task in created]
+        if opening is not None:
+            for task in tasks:
+                task.last_seq = 1
+        _insert(Task, tasks)
+        events = opening.events(tasks) if opening is not None and tasks else []
+        if events:
+            TaskEvent.objects.bulk_create(events)
+    if opening is not None:
+        opening.written(events)
     for i, task in created:
         outcomes[i] = task
     return outcomes

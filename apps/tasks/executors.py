@@ -19,7 +19,7 @@ from django.db import transaction
 
 from apps.tasks.conf import agent_config
 from apps.tasks.local_delivery import local_run_ended, local_run_started
-from apps.tasks.queued import record_queued
+from apps.tasks.queued import QueuedOpening, record_queued
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ def _review_wait(config) -> float:
     return config.spec_review.timeout_seconds if config.spec_review.enabled else 0
 
 
-def task_submit_many(*, tasks: list) -> dict[int, list[dict]]:
+def task_submit_many(*, tasks: list, recorded: bool = False) -> dict[int, list[dict]]:
     """task_submit for tasks that a worker thread of the serving loop created together, outside
     a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
     share their workspaces' repository maps), then they start together on the loop: preparing
@@ -80,7 +80,8 @@ def task_submit_many(*, tasks: list) -> dict[int, list[dict]]:
     transaction, their jobs in one Redis round trip (task_enqueue_rq_many).
 
     Returns the events written here, per task (rq: each new task's `task_waiting`), so that the
-    socket that sent the message can send them on without reading them back."""
+    socket that sent the message can send them on without reading them back. `recorded`: the
+    tasks were created with theirs (rq_opening), none is written here."""
     config = agent_config()
     if config.executor.kind == "rq":
         if transaction.get_connection().in_atomic_block:  # the jobs wait for the commit
@@ -91,6 +92,7 @@ def task_submit_many(*, tasks: list) -> dict[int, list[dict]]:
             task_ids=[task.pk for task in tasks],
             queue=config.executor.queue,
             review_wait=_review_wait(config),
+            record=not recorded,
         )
     loop = _serving_loop()
     try:
@@ -160,17 +162,22 @@ def task_enqueue_rq(
 
 
 def task_enqueue_rq_many(
-    *, task_ids: list[int], queue: str, review_wait: float = 0, reason: str | None = None
+    *,
+    task_ids: list[int],
+    queue: str,
+    review_wait: float = 0,
+    reason: str | None = None,
+    record: bool = True,
 ) -> dict[int, list[dict]]:
     """task_enqueue_rq for several tasks, in this order, in one Redis round trip. New tasks (no
-    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py);
-    returns those events' messages per task."""
+    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py;
+    `record` False: they were created with it); returns those events' messages per task."""
     from rq import Queue
 
     limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
     rq_queue = _rq_queue(queue)
     written: dict[int, list[dict]] = {}
-    if reason is None:
+    if reason is None and record:
         try:
             for message in record_queued(task_ids, queue=queue, ahead=rq_queue.count):
                 written.setdefault(message["task_id"], []).append(message)
@@ -190,6 +197,22 @@ def task_enqueue_rq_many(
         ]
     )
     return written
+
+
+def rq_opening() -> QueuedOpening | None:
+    """With executor rq, for a burst of socket messages about to become tasks: their first
+    events, to be written in their creation's transaction (queued.QueuedOpening), with the jobs
+    queued now ahead of them. None with another executor, or when the queue cannot be read
+    (the submit after the creation then says why)."""
+    config = agent_config()
+    if config.executor.kind != "rq" or not settings.REDIS_URL:
+        return None
+    try:
+        ahead = _rq_queue(config.executor.queue).count
+    except Exception:
+        log.warning("the queue %r could not be read", config.executor.queue, exc_info=True)
+        return None
+    return QueuedOpening(queue=config.executor.queue, ahead=ahead)
 
 
 # (queue name, its connection settings) -> Redis client: django_rq.get_queue makes a new client

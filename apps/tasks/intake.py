@@ -24,6 +24,7 @@ from django.db import DatabaseError
 from apps.tasks import executors, selectors
 from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
+from apps.tasks.db_threads import RecyclingExecutor
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,9 @@ class Intake:
         self.draining = False
         self.drainers: set[asyncio.Task] = set()  # referenced: the loop keeps tasks weakly
         self.starters: set[asyncio.Task] = set()
+        # The intake's own thread (one drain at a time): in the loop's shared pool a burst's
+        # batch waited behind the same burst's handshakes (their session look-ups) queued there.
+        self.executor = RecyclingExecutor(max_workers=1, thread_name_prefix="agentkit-intake")
 
     async def create(self, *, user, content: dict) -> Created:
         """The task for a socket's `user_message` (a re-sent `client_msg_id`: the task created
@@ -79,7 +83,8 @@ class Intake:
             self.waiting.append(_Message(user, content, future))
             start, self.draining = not self.draining, True
         if start:
-            drainer = loop.create_task(sync_to_async(self._drain, thread_sensitive=False)(loop))
+            drain = sync_to_async(self._drain, thread_sensitive=False, executor=self.executor)
+            drainer = loop.create_task(drain(loop))
             self.drainers.add(drainer)
             drainer.add_done_callback(self.drainers.discard)
         return await future
@@ -114,10 +119,13 @@ class Intake:
                 requests.append(_request(message.user, message.content, workspaces))
             except ApplicationError as exc:
                 requests.append(exc)
+        # With executor rq, the new tasks' queued events go in with them (queued.QueuedOpening).
+        opening = executors.rq_opening()
         made = iter(
             task_create_many(
                 requests=[r for r in requests if isinstance(r, TaskRequest)],
                 config=agent_config(),
+                opening=opening,
             )
         )
         done: list = []
@@ -137,15 +145,19 @@ class Intake:
                 )
             if isinstance(outcome, Exception):
                 done.append((message.future, outcome))
-            elif outcome.last_seq == 0 and outcome.status == "queued":
+            elif (
+                outcome.pk in opening.messages  # created now, with its queued event
+                if opening is not None
+                else outcome.last_seq == 0 and outcome.status == "queued"
+            ):
                 key = outcome.workspace.root_dir if by_workspace else ""
                 groups.setdefault(key, []).append((message.future, outcome))
             else:  # re-sent: its run is under way or over
                 done.append((message.future, Created(outcome, False)))
         loop.call_soon_threadsafe(_settle_all, done)
-        if not by_workspace:  # rq: an event and a job per task, no preparation; here and now
+        if not by_workspace:  # rq: a job per task, no preparation; here and now
             for group in groups.values():
-                _start(group, loop)
+                _start(group, loop, opening.messages if opening is not None else None)
             return
         # Each workspace's runs are prepared in a thread of their own, after this one returns:
         # the next batch's creation and another workspace's runs do not wait for a repository
@@ -159,12 +171,15 @@ class Intake:
         starter.add_done_callback(self.starters.discard)
 
 
-def _start(group: list, loop: asyncio.AbstractEventLoop) -> None:
+def _start(group: list, loop: asyncio.AbstractEventLoop, written: dict | None = None) -> None:
     """Blocking: prepare and start the runs of one workspace's new tasks together; then their
     sockets learn of them."""
     tasks = list({task.pk: task for _, task in group}.values())  # a message sent twice: once
     try:
-        written = executors.task_submit_many(tasks=tasks)
+        written = {
+            **executors.task_submit_many(tasks=tasks, recorded=written is not None),
+            **(written or {}),
+        }
     except Exception as exc:  # the executor is not usable (rq without Redis), or a crash
         loop.call_soon_threadsafe(_settle_all, [(future, exc) for future, _ in group])
         return

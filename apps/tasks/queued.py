@@ -13,8 +13,10 @@ seqs stay contiguous; the chat shows the notice, with Cancel, until `task_starte
 with no event yet gets it: a task handed over to another worker (reaper.py) or resumed already
 has a history, and says why in its `task_resumed`.
 
-The tasks a burst of messages created together get theirs in one transaction (executors.py
-enqueues their jobs in one Redis round trip too). Nothing is sent to the channel layer: no socket
+The tasks a burst of socket messages created together get theirs in their creation's own
+transaction (QueuedOpening; intake.py), the others (the JSON API, run_tasks) in one transaction
+just before their jobs are queued (record_queued); executors.py enqueues a burst's jobs in one
+Redis round trip. Nothing is sent to the channel layer: no socket
 follows a task before its creation returned. The socket that sent the message gets the event in
 hand from the intake (intake.Created) and sends it at once; a socket that follows the task later
 replays it from the database (consumers.py).
@@ -28,6 +30,51 @@ from django.utils import timezone
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 
 WORKER_WAIT_REASON = "waiting for a free worker"
+
+
+class QueuedOpening:
+    """The first event of tasks created for the queue, written in their creation's transaction
+    (creation.task_create_many's `opening`): the tasks go in with `last_seq` 1 and their seq 1
+    `task_waiting` beside them, one statement for all, and no second transaction. `ahead`: the
+    jobs queued before the first of them; each task placed counts for the next. `messages`: the
+    events written, per task, for the sockets that sent them."""
+
+    def __init__(self, *, queue: str, ahead: int) -> None:
+        self.queue = queue
+        self.ahead = ahead
+        self.messages: dict[int, list[dict]] = {}
+
+    def events(self, tasks: list[Task]) -> list[TaskEvent]:
+        now = timezone.now()
+        made = []
+        for task in tasks:
+            made.append(
+                TaskEvent(
+                    task_id=task.pk,
+                    seq=1,
+                    type="task_waiting",
+                    data=_waiting(task, queue=self.queue, ahead=self.ahead),
+                    ts=now,
+                )
+            )
+            self.ahead += 1
+        return made
+
+    def written(self, events: list[TaskEvent]) -> None:
+        """After the commit: the messages of what was stored."""
+        for event in events:
+            self.messages[event.task_id] = [event.as_message()]
+
+
+def _waiting(task: Task, *, queue: str, ahead: int) -> dict:
+    return {
+        "reason": WORKER_WAIT_REASON,
+        "waiting_for": None,
+        "ahead": ahead,
+        "queue": queue,
+        "goal": task.goal,
+        "mode": task.mode,
+    }
 
 
 def record_queued(task_ids: list[int], *, queue: str, ahead: int) -> list[dict]:
@@ -47,14 +94,7 @@ def record_queued(task_ids: list[int], *, queue: str, ahead: int) -> list[dict]:
                 task_id=task.pk,
                 seq=1,
                 type="task_waiting",
-                data={
-                    "reason": WORKER_WAIT_REASON,
-                    "waiting_for": None,
-                    "ahead": ahead + place[task.pk],
-                    "queue": queue,
-                    "goal": task.goal,
-                    "mode": task.mode,
-                },
+                data=_waiting(task, queue=queue, ahead=ahead + place[task.pk]),
                 ts=now,
             )
             for task in tasks

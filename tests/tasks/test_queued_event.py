@@ -138,6 +138,25 @@ def test_messages_sent_together_queue_their_jobs_in_the_order_they_came(demo, rq
         assert created.events == [stored.as_message()]
 
 
+def test_a_message_sent_again_while_its_task_waits_is_not_queued_twice(demo, rq_queue):
+    """The same client_msg_id again (a socket reconnecting and sending again) while the first
+    task still waits for a worker, with its queued event stored: the same task, not submitted
+    again, one job, one event."""
+    user, workspace, _ = demo
+    message = {"text": "once", "workspace": workspace.pk, "mode": "direct_chat"}
+    message["client_msg_id"] = "again-1"
+
+    async def send():
+        return await intake().create(user=user, content=message)
+
+    first = async_to_sync(send)()
+    again = async_to_sync(send)()
+    assert first.submitted and len(first.events) == 1
+    assert again.task.pk == first.task.pk and not again.submitted and again.events == []
+    assert rq_queue.job_ids == [f"task-{first.task.pk}"]
+    assert [event.type for event in _events(first.task)] == ["task_waiting"]
+
+
 def test_a_task_with_a_history_gets_no_second_queued_event(demo, rq_queue):
     """A take-over (a reason given) or any task that already has events: its run says why."""
     user, workspace, _ = demo
