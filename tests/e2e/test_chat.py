@@ -25,6 +25,14 @@ def slow_server(tmp_path_factory):
         yield server
 
 
+def sent_task(page: Page):
+    """The article of the task just sent. The page may have opened the latest conversation
+    (an earlier test's) before the message went: the new turn is then a follow-up, shown below
+    that task once its first event came (the "Starting…" placeholder goes then)."""
+    expect(page.locator(".pending-task")).to_have_count(0, timeout=10_000)
+    return page.locator("article.task").last
+
+
 def rendered_seqs(page: Page, task_id: str) -> list[int]:
     return page.evaluate(f"window.agentkitRendered[{task_id}] || []")
 
@@ -73,7 +81,7 @@ def test_chat_mode_answers_without_tools(page: Page, slow_server, artifacts):
     log_in(page, slow_server)
     page.locator("#message").fill("@chat hello")
     page.get_by_role("button", name="Send").click()
-    task = page.locator("article.task").last
+    task = sent_task(page)
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
     expect(task.locator(".bubble.assistant")).to_contain_text("offline scripted model")
     expect(task.locator(".tool-card")).to_have_count(0)
@@ -83,7 +91,7 @@ def test_a_dropped_connection_reconnects_and_loses_nothing(page: Page, slow_serv
     log_in(page, slow_server)
     page.locator("#message").fill("fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
-    task = page.locator("article.task").last
+    task = sent_task(page)
     expect(task.locator(".bubble.assistant").first).not_to_be_empty(timeout=10_000)
     task_id = task.get_attribute("data-task-id")
     page.evaluate("window.agentkitSocket.drop()")
