@@ -17,24 +17,10 @@ from apps.engine.config import parse_config
 from apps.engine.llm.types import ChatResponse, StreamDelta, ToolCall, Usage
 from apps.engine.loop.react import ReActEngine
 from apps.engine.task import AgentTask
-from apps.engine.tools import Tool, ToolResult, ToolSet
+from apps.engine.tools import ToolSet
+from bench.engine_overhead import NoopTool
 
 SHORT, LONG, RUNS, WARMUP = 10, 30, 25, 5
-
-
-class Noop(Tool):
-    """Does nothing; counts its calls so that no two results repeat (loop detection)."""
-
-    name = "noop"
-    description = "Does nothing."
-    input_schema = {"type": "object", "properties": {}}
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def execute(self) -> ToolResult:
-        self.calls += 1
-        return ToolResult.success(f"step {self.calls}")
 
 
 class InstantModel:
@@ -56,7 +42,7 @@ CONFIG = parse_config({"react": {"max_steps": 10_000}})
 
 
 async def task_seconds(steps: int) -> float:
-    engine = ReActEngine(InstantModel(steps), ToolSet([Noop()]), CONFIG)
+    engine = ReActEngine(InstantModel(steps), ToolSet([NoopTool()]), CONFIG)
     started = time.perf_counter()
     async for event in engine.run(AgentTask(task_id=1, goal="go", max_steps=steps + 1)):
         last = event
