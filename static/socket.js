@@ -1,8 +1,9 @@
 // The chat's one WebSocket to /ws/chat/ (batch frames): each event goes to its task's view once,
 // in seq order (turns.js renders it); the socket reconnects with backoff and resumes each task
 // from the last seq it saw, so a reload or a dropped connection never loses or repeats an event.
-// Frames sent while it is closed wait and go out when it opens. An error frame that answers a
-// frame (no task event) puts a rejected message back into the box.
+// Frames sent while it is closed wait and go out when it opens; so does a message whose task had
+// not shown when its socket closed. An error frame that answers a frame (no task event) puts a
+// rejected message back into the box.
 (function () {
   "use strict";
   const $ = (sel) => document.querySelector(sel);
@@ -100,6 +101,10 @@
     });
     socket.addEventListener("close", () => {
       document.body.dataset.socket = "closed";
+      // A message sent on this socket whose task never showed: the server may have made the task
+      // and lost the socket before its first event. The same frame (same client_msg_id) goes
+      // again on the next socket; the server answers with that task's events from the start.
+      if (state.sent && state.awaitingNew && !state.pending.includes(state.sent.frame)) state.pending.push(state.sent.frame);
       setTimeout(connect, state.backoff);
       state.backoff = Math.min(state.backoff * 2, 10000);
     });

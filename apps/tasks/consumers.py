@@ -169,26 +169,24 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
         text = content["text"]
         if not isinstance(text, str):
             raise ApplicationError("'text' must be a string", {"error_code": "invalid_field"})
+        after = _after_seq(content)
 
         created = await intake().create(user=self.user, content=content)
         task = created.task
-        # Nothing to replay for a new task whose first events are in hand (rq: its queued event,
-        # written before its job was queued), nor for one submitted to a run on this loop that
-        # has delivered nothing yet (`deliver_local` hands this socket every batch from the
-        # first). Should the run publish before this socket joins its group, the next event
-        # shows the gap and `_send_event` fills it from the database (the catch-up loop, if no
-        # event follows).
-        fresh = created.submitted and runs_on(task.pk, self.loop)
-        replay = not (created.events or (fresh and not delivered_any(task.pk)))
-        after = created.events[0]["seq"] - 1 if created.events else task.last_seq
-        await self._follow(task.pk, after_seq=after, replay=replay, known=created.events)
+        if not created.submitted:
+            # A re-sent message (its `client_msg_id` made a task already): its sender may never
+            # have learnt of that task (its socket died before the first event), so it gets the
+            # task's events after `after_seq` (default: all of them, from seq 1); a socket
+            # following the task already keeps its place.
+            await self._follow(task.pk, after_seq=self.sent_seq.get(task.pk, after))
+            return
+        # A new task: its first events in hand (rq: its queued event, written before its job was
+        # queued) are sent as they are; see `_follow` for one submitted to a run on this loop.
+        start = created.events[0]["seq"] - 1 if created.events else task.last_seq
+        await self._follow(task.pk, after_seq=start, known=created.events, fresh=True)
 
     async def _handle_resume(self, content: dict) -> None:
-        after = content.get("after_seq", 0)
-        if not isinstance(after, int) or after < 0:
-            raise ApplicationError(
-                "'after_seq' must be a non-negative integer", {"error_code": "invalid_field"}
-            )
+        after = _after_seq(content)
         task = await _db(selectors.task_for_user)(user=self.user, task_id=content["task_id"])
         if task is None:
             raise ApplicationError("task not found", {"error_code": "not_found"})
@@ -216,23 +214,32 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
             await self._follow(task_id, after_seq=self.sent_seq.get(task_id, 0))
 
     async def _follow(
-        self, task_id: int, *, after_seq: int, replay: bool = True, known: list | None = None
+        self, task_id: int, *, after_seq: int, known: list | None = None, fresh: bool = False
     ) -> None:
         """Send `known` (events after `after_seq` the caller has in hand: a new task's
         `task_waiting`) at once, then join the task's group, then replay what is stored after
         the last event sent; live events queued meanwhile (behind `delivery`) are de-duplicated
-        by seq in `_send_event`."""
+        by seq in `_send_event`.
+
+        No replay for events in hand, nor for a `fresh` task (created by this message) whose
+        run on this loop has handed `deliver_local` nothing yet: from `follow` on, this socket
+        gets every batch. Both are decided here, under the lock: while this socket waited for
+        it, the run may have delivered batches (or ended) without it. Should a run elsewhere
+        publish before the group join, the next event shows the gap and `_send_event` fills it
+        from the database (the catch-up loop, if no event follows)."""
         async with self.delivery:
             new = task_id not in self.sent_seq
             if new:
                 follow(task_id, self)
+            local = runs_on(task_id, self.loop)
+            replay = not (known or (fresh and local and not delivered_any(task_id)))
             self.sent_seq[task_id] = after_seq
             self.finished.discard(task_id)
             for event in known or ():
                 self._send_in_order(event)
             await self._send_frames()
 
-            if new and not runs_on(task_id, self.loop):  # else deliver_local has it all
+            if new and not local:  # else deliver_local has it all
                 await self._join_group(task_id)
             if replay:
                 await self._replay(task_id)
@@ -327,3 +334,12 @@ class ChatConsumer(AsyncJsonWebsocketConsumer):
                 },
             }
         )
+
+
+def _after_seq(content: dict) -> int:
+    after = content.get("after_seq", 0)
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise ApplicationError(
+            "'after_seq' must be a non-negative integer", {"error_code": "invalid_field"}
+        )
+    return after

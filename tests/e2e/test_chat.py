@@ -105,3 +105,24 @@ def test_a_dropped_connection_reconnects_and_loses_nothing(page: Page, slow_serv
     assert len(stored) == len(seqs)
     # (the earlier test fixed the demo already: the model reads slugify and finds nothing to do)
     expect(task.locator('.tool-card[data-tool="read_file"]')).to_have_count(1)
+
+
+def test_a_message_whose_socket_died_as_it_went_still_gets_its_task_once(
+    page: Page, slow_server, artifacts
+):
+    """The socket closes in the same moment the message leaves: the server makes the task, but
+    the page never hears of it on that socket. On the next socket the page sends the same message
+    again (same client_msg_id) and shows that task, from its first event, once."""
+    log_in(page, slow_server)
+    page.locator("#message").fill("@chat hello from a dying socket")
+    expect(page.locator("body")).to_have_attribute("data-socket", "open")
+    page.evaluate("document.querySelector('#send').click(); window.agentkitSocket.drop();")
+    task = sent_task(page)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator(".bubble.user")).to_have_text("hello from a dying socket")
+    assert page.evaluate("window.agentkitSocket.opens") >= 2
+    task_id = task.get_attribute("data-task-id")
+    seqs = rendered_seqs(page, task_id)
+    assert seqs == list(range(1, len(seqs) + 1)), seqs
+    listed = page.request.get(f"{slow_server.url}/api/tasks?q=dying").json()["tasks"]
+    assert [t["id"] for t in listed] == [int(task_id)]  # one task, not one per sending

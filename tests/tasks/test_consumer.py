@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -12,7 +13,10 @@ from django.conf import settings
 from django.test import Client
 
 from agentkit_site.asgi import application
+from apps.tasks import consumers
 from apps.tasks.consumers import task_group
+from apps.tasks.local_delivery import followers
+from apps.tasks.models import Task
 from tests.tasks.factories import add_events, make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -186,4 +190,82 @@ async def test_frame_limit_is_a_setting(people, settings):
     )
     frame = await expect_error(communicator, "frame_too_large")
     assert "2 KB" in frame["data"]["error_struct"]["message"]
+    await communicator.disconnect()
+
+
+def _scripted(config_file, tmp_path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("- match: '(?i)hello'\n  repeat: true\n  text: Hi there.\n")
+    config_file(f"models: {{main: {{provider: scripted, script: {script}}}}}\n")
+
+
+async def until_finished(communicator) -> list[dict]:
+    frames = []
+    while not frames or frames[-1]["type"] != "task_finished":
+        frames.append(await communicator.receive_json_from(timeout=10))
+    return frames
+
+
+async def test_a_resent_message_gets_its_task_from_the_start_even_when_it_is_over(
+    people, config_file, tmp_path
+):
+    """A browser whose socket died right after it sent a message never learnt the task's id: it
+    sends the same message again (same client_msg_id) and must get that task, not a second one
+    and not silence."""
+    _scripted(config_file, tmp_path)
+    message = {"type": "user_message", "text": "@chat hello", "client_msg_id": "m-1"}
+    first = await open_socket(people["alice"])
+    await first.send_json_to(message)
+    original = await until_finished(first)
+    await first.disconnect()
+
+    again = await open_socket(people["alice"])
+    await again.send_json_to(message)
+    resent = await until_finished(again)
+    assert resent == original  # every event, from seq 1, once
+    assert await again.receive_nothing(timeout=0.2)
+    await again.send_json_to({**message, "after_seq": 2})  # a sender that saw seq 1 and 2
+    assert await again.receive_nothing(timeout=0.3)  # this socket follows it already
+    await again.disconnect()
+
+    third = await open_socket(people["alice"])
+    await third.send_json_to({**message, "after_seq": 2})
+    assert await until_finished(third) == original[2:]
+    await third.send_json_to({**message, "after_seq": "2"})
+    await expect_error(third, "invalid_field")
+    await third.disconnect()
+    count = await sync_to_async(Task.objects.filter(client_msg_id="m-1").count)()
+    assert count == 1
+
+
+async def test_a_message_sent_while_the_socket_is_busy_gets_every_event_of_its_run(
+    people, config_file, tmp_path, monkeypatch
+):
+    """The socket is busy delivering (its delivery lock held) while its new task runs inline
+    and ends: it learns the task only afterwards, and must still send all of it, at once (not
+    after the catch-up loop's seconds: that safety net is set out of reach here)."""
+    monkeypatch.setattr(consumers, "CATCH_UP_SECONDS", 600.0)
+    _scripted(config_file, tmp_path)
+    earlier = await sync_to_async(make_task)(people["alice"], people["alpha"])
+    await sync_to_async(add_events)(earlier, "task_started", "task_finished")
+    communicator = await open_socket(people["alice"])
+    await communicator.send_json_to({"type": "resume", "task_id": earlier.pk, "after_seq": 2})
+    assert await communicator.receive_nothing(timeout=0.2)
+    [socket] = followers(earlier.pk)
+
+    async with socket.delivery:
+        await communicator.send_json_to(
+            {"type": "user_message", "text": "@chat hello", "client_msg_id": "busy"}
+        )
+        for _ in range(200):
+            ended = await sync_to_async(
+                Task.objects.filter(client_msg_id="busy", status="completed").exists
+            )()
+            if ended:
+                break
+            await asyncio.sleep(0.05)
+        assert ended
+    frames = await until_finished(communicator)
+    assert [f["seq"] for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[0]["type"] == "task_started" and len(frames) >= 3
     await communicator.disconnect()
