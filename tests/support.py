@@ -29,6 +29,18 @@ def without_spec_review(text: str) -> str:
     return text.replace(SPEC_REVIEW_ON, "spec_review:\n  enabled: false")
 
 
+ORPHAN_AFTER = "  orphan_after_seconds: 20"
+
+
+def without_takeover(text: str) -> str:
+    """agentkit.yaml text with the automatic take-over of dead runs out of a test's reach (an
+    hour): for tests of what a person's Resume does with a task whose process died. With the
+    shipped 20 s, the server's reaper takes such a task over by itself while a slow machine is
+    still logging the browser in (tests/test_cluster_integration.py covers the take-over)."""
+    assert ORPHAN_AFTER in text, "the config has no 'orphan_after_seconds: 20' to raise"
+    return text.replace(ORPHAN_AFTER, "  orphan_after_seconds: 3600")
+
+
 VENV_BIN = Path(sys.executable).parent
 
 

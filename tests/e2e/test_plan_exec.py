@@ -12,7 +12,13 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import INTERRUPTED_PLAN_TASK, ROOT, agentkit_server, without_spec_review
+from tests.support import (
+    INTERRUPTED_PLAN_TASK,
+    ROOT,
+    agentkit_server,
+    without_spec_review,
+    without_takeover,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +29,8 @@ GIVES_UP = ROOT / "apps" / "engine" / "llm" / "scripts" / "plan_exec_gives_up.ya
 @pytest.fixture
 def demo_server(tmp_path):
     config = tmp_path / "agentkit.yaml"  # the review gate has its own browser tests (test_specs)
-    config.write_text(without_spec_review((ROOT / "agentkit.yaml").read_text()))
+    # and the interrupted task waits for the person's Resume (no take-over by the reaper)
+    config.write_text(without_takeover(without_spec_review((ROOT / "agentkit.yaml").read_text())))
     with agentkit_server(tmp_path, AGENTKIT_CONFIG=str(config)) as server:
         yield server
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_login import log_in
-from tests.support import agentkit_server
+from tests.support import ROOT, agentkit_server, without_takeover
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +52,9 @@ print(task.pk)
 
 @pytest.fixture
 def demo_server(tmp_path):
-    with agentkit_server(tmp_path) as server:
+    config = tmp_path / "agentkit.yaml"  # the interrupted task waits for the person's Resume
+    config.write_text(without_takeover((ROOT / "agentkit.yaml").read_text()))
+    with agentkit_server(tmp_path, AGENTKIT_CONFIG=str(config)) as server:
         yield server
 
 
