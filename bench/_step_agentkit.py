@@ -18,7 +18,7 @@ from apps.engine.llm.types import ChatResponse, StreamDelta, ToolCall, Usage
 from apps.engine.loop.react import ReActEngine
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
-from bench.engine_overhead import NoopTool
+from bench._engine_task import NoopTool
 
 SHORT, LONG, RUNS, WARMUP = 10, 30, 25, 5
 

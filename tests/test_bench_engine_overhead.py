@@ -1,12 +1,13 @@
-"""bench/engine_overhead.py's null run (the harness floor) makes exactly the model calls a task of
-the engine makes, so that its slope is the measurement's own cost and nothing else."""
+"""The null run of bench/_engine_task.py (bench/engine_overhead's harness floor) makes exactly the
+model calls a task of the engine makes, so that its slope is the measurement's own cost and
+nothing else."""
 
 from __future__ import annotations
 
 import asyncio
 
 from apps.engine.llm.gateway import Gateway
-from bench import engine_overhead
+from bench import _engine_task
 
 
 def conversation(request):
@@ -22,12 +23,12 @@ def conversation(request):
 
 
 def test_the_null_run_asks_the_model_what_the_engine_asks_and_gets_the_same_answers():
-    steps, cfg = 3, engine_overhead.config()
-    engine_gateway = Gateway.for_script(engine_overhead.script(steps), config=cfg)
-    asyncio.run(engine_overhead.run_task(engine_gateway, cfg, steps))  # raises unless as scripted
-    null_gateway = Gateway.for_script(engine_overhead.script(steps), config=cfg)
+    steps, cfg = 3, _engine_task.config()
+    engine_gateway = Gateway.for_script(_engine_task.script(steps), config=cfg)
+    asyncio.run(_engine_task.run_task(engine_gateway, cfg, steps))  # raises unless as scripted
+    null_gateway = Gateway.for_script(_engine_task.script(steps), config=cfg)
     elapsed, waited, _ = asyncio.run(
-        engine_overhead.null_task(null_gateway, engine_overhead.null_requests(steps))
+        _engine_task.null_task(null_gateway, _engine_task.null_requests(steps))
     )
     engine_calls = engine_gateway.provider(cfg.llm.main).requests
     null_calls = null_gateway.provider(cfg.llm.main).requests
