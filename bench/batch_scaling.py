@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench._harness import report
-from tests.fakes.llm_server import running_in_subprocess
+from tests.fakes.llm_process import running_in_subprocess
 from tests.support import ROOT, manage, server_env
 
 LATENCY_S = 0.2

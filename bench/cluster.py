@@ -31,7 +31,7 @@ import psycopg
 import websockets
 
 from bench._harness import percentile, report
-from tests.fakes.llm_server import running_in_subprocess
+from tests.fakes.llm_process import running_in_subprocess
 from tests.load_driver import login_cookie
 from tests.support import free_port
 from tests.test_make_cluster import MakeCluster, processes_with_marker

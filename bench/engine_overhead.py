@@ -249,7 +249,7 @@ async def peak_memory() -> dict:
 
 
 def main() -> dict:
-    from tests.fakes.llm_server import running_in_subprocess
+    from tests.fakes.llm_process import running_in_subprocess
 
     marginal = asyncio.run(marginal_step())
     react, plan_exec, ratio = asyncio.run(in_process())

@@ -35,7 +35,7 @@ from apps.engine.llm.providers import anthropic, openai
 from apps.engine.llm.sse import SSEDecoder, StreamSnapshot
 from bench._harness import report, summarize
 from tests.fakes import llm_wire
-from tests.fakes.llm_server import running_in_subprocess
+from tests.fakes.llm_process import running_in_subprocess
 
 WORDS = 200
 REPLY = " ".join(f"word{i}" for i in range(WORDS))

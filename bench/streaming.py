@@ -29,7 +29,7 @@ import websockets
 import yaml
 
 from bench._harness import percentile, report, summarize
-from tests.fakes.llm_server import running_in_subprocess
+from tests.fakes.llm_process import running_in_subprocess
 from tests.load_driver import login_cookie
 from tests.support import agentkit_server, private_redis
 
