@@ -5,7 +5,8 @@ Every process that runs tasks (the web server with the inline executor, an RQ wo
 batch run) reaps every REAP_SECONDS, on its event loop (`reaper_start`): a task `queued` or
 `running` whose heartbeat (liveness.py) is older than `executor.orphan_after_seconds` — or that
 never got one and was queued that long ago — and that no run holds while its RQ job still waits
-for a worker (never claimed, or handed over by a reaper: a long queue is no dead run) is
+for a worker (never claimed, or handed over by a reaper: a long queue is no dead run; a job whose
+worker died before claiming its task waits for nothing, whatever RQ still says) is
 
 - started again when it never began its work (`queued`: created, or waiting for its workspace,
   when its process died; it changed nothing yet);
@@ -55,7 +56,11 @@ def orphans() -> list[Task]:
 
 
 def _rq_pending(task_id: int) -> bool:
-    """The task's RQ job still waits for (or just reached) a worker."""
+    """The task's RQ job still waits for a worker (in its queue, or deferred or scheduled), or a
+    worker took it a moment ago and is about to claim the task. Not a job whose worker died
+    between taking it and claiming the task (runner.py claims first thing): RQ still says
+    `started` (or `queued`, when the worker died as it took the job off the queue) until its
+    own clean-up, an hour later with the jobs' time limit."""
     from django.conf import settings
 
     from apps.tasks.conf import agent_config
@@ -65,17 +70,24 @@ def _rq_pending(task_id: int) -> bool:
         return False
     try:
         import django_rq
+        from rq import Queue
         from rq.exceptions import NoSuchJobError
         from rq.job import Job
 
         connection = django_rq.get_connection(executor.queue)
         job = Job.fetch(f"task-{task_id}", connection=connection)
+        status = job.get_status(refresh=False)
+        if status == "queued":
+            return Queue(job.origin, connection=connection).get_job_position(job.id) is not None
     except NoSuchJobError:
         return False
     except Exception:  # Redis unreachable: do not guess; the next round asks again
         log.warning("reaper: RQ could not be asked about task %s", task_id, exc_info=True)
         return True
-    return job.get_status(refresh=False) in {"queued", "started", "deferred", "scheduled"}
+    if status == "started":  # a live worker claims the task within moments of starting it
+        started = job.started_at
+        return started is not None and started > stale_before()
+    return status in {"deferred", "scheduled"}
 
 
 def _same(seen: Task):
