@@ -25,7 +25,6 @@ from typing import Protocol
 
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
-from django.utils import timezone
 
 from apps.specs.stage import SPEC_MODES
 from apps.tasks.batch.outcomes import Outcome, outcome_of
@@ -33,6 +32,7 @@ from apps.tasks.batch.review import auto_confirm
 from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.db_threads import install as install_db_threads
+from apps.tasks.ending import publish_blocking, task_end_now
 from apps.tasks.event_writer import event_writer
 from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
@@ -348,21 +348,21 @@ def _task_status(task_id: int) -> str:
 
 
 def abandon(task_ids: list[int], *, reason: str) -> int:
-    """End tasks the batch stopped waiting for as cancelled (nothing runs them any more)."""
-    if not task_ids:
-        return 0
-    status = TaskStatus.CANCELLED
+    """End tasks the batch stopped waiting for as cancelled (nothing runs them any more), each
+    with its `error` and `task_finished` events (ending.py), told to its sockets."""
     error = {
         "error_code": "cancelled",
         "message": f"the batch run stopped this task: {reason}",
         "suggestions": ["Run the batch again."],
         "retryable": True,
     }
-    return (
-        Task.objects.filter(pk__in=task_ids)
-        .exclude(status__in=FINAL_STATUSES)
-        .update(status=status, error=error, finished_at=timezone.now())
-    )
+    ended = 0
+    for task_id in task_ids:
+        messages = task_end_now(task_id, TaskStatus.CANCELLED, error)
+        if messages:
+            ended += 1
+            publish_blocking(task_id, messages)
+    return ended
 
 
 def check_executor(executor: str) -> None:

@@ -108,6 +108,13 @@ def test_ctrl_c_with_executor_rq_cancels_the_running_and_the_waiting_jobs(batch_
         ids = [t["task_id"] for t in tasks]
         rows = batch_env.query("SELECT status FROM tasks_task WHERE id IN (?, ?)", *ids)
         assert rows == [("cancelled",), ("cancelled",)]
+        for task_id in ids:  # the waiting one too: its sockets and the API see it end
+            events = batch_env.query(
+                "SELECT seq, type FROM tasks_taskevent WHERE task_id = ? ORDER BY seq", task_id
+            )
+            kinds = [kind for _, kind in events]
+            assert [seq for seq, _ in events] == list(range(1, len(events) + 1)), events
+            assert kinds.count("task_finished") == 1 and kinds[-1] == "task_finished", events
 
 
 def test_executor_rq_without_redis_url_is_refused_before_anything_runs(batch_env):

@@ -88,3 +88,28 @@ def test_on_a_terminal_progress_is_a_bar_redrawn_in_place_with_a_line_per_finish
     progress.task_started(TaskSpec(id="a", goal="g", mode="react", line=1), 7)
     progress.tick()
     assert plain.getvalue() == "[0/2] a: started as task #7 (react)\n"  # no control characters
+
+
+@pytest.mark.django_db
+def test_a_task_the_batch_stops_waiting_for_ends_with_its_events(tmp_path):
+    """run_tasks gives up on a task (its RQ job failed, or a second Ctrl-C): the task ends
+    cancelled the way every task ends, with an `error` and one `task_finished` after its stored
+    events, so its sockets and the API see it end; a task already over is left as it is."""
+    from apps.tasks.batch.running import abandon
+    from tests.tasks.factories import add_events, make_task, make_user, make_workspace
+
+    user = make_user("batch")
+    space = make_workspace("batch-space", tmp_path, user)
+    running = make_task(user, space, goal="long", status="running")
+    add_events(running, "task_started", "token")
+    over = make_task(user, space, goal="done", status="completed")
+    add_events(over, "task_started", "task_finished")
+
+    assert abandon([running.pk, over.pk], reason="its RQ job failed") == 1
+    kinds = list(running.events.order_by("seq").values_list("seq", "type"))
+    assert kinds == [(1, "task_started"), (2, "token"), (3, "error"), (4, "task_finished")]
+    running.refresh_from_db()
+    assert (running.status, running.error["error_code"]) == ("cancelled", "cancelled")
+    assert "its RQ job failed" in running.error["message"]
+    assert list(over.events.values_list("type", flat=True)) == ["task_started", "task_finished"]
+    assert Task.objects.get(pk=over.pk).status == "completed"
