@@ -26,6 +26,9 @@ from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
 RESUMABLE_MODES = ("plan_exec", "team_collab")
+# Modes a take-over of a dead run (apps/tasks/reaper.py) continues from their stored events
+# (apps/engine/loop/resume.py): a direct_chat task has one step, its answer, and answers again.
+STEP_RESUMABLE_MODES = ("react", "direct_chat")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ worker died before claiming its task waits for nothing, whatever RQ still says) 
 - ended `cancelled` when a cancel was asked for it;
 - resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec,
   and a react task from its stored events (its finished steps are not taken again;
-  apps/engine/loop/resume.py) — at most MAX_HANDOVERS times, then it is ended as below;
+  apps/engine/loop/resume.py); a direct_chat task answers again — at most MAX_HANDOVERS times,
+  then it is ended as below;
 - else ended `failed` with error_code `interrupted` (ending.py: an `error` and `task_finished`
   event, so every socket and API client sees the end).
 
@@ -120,9 +121,11 @@ def _why(task: Task) -> str:
 
 
 def _resumable(task: Task) -> bool:
-    from apps.specs.checkpoints import RESUMABLE_MODES, runnable_spec
+    from apps.specs.checkpoints import RESUMABLE_MODES, STEP_RESUMABLE_MODES, runnable_spec
 
-    if task.mode == "react":  # from its stored steps (runner.py: NOTHING_DONE when none)
+    if (
+        task.mode in STEP_RESUMABLE_MODES
+    ):  # from its stored steps (runner.py: NOTHING_DONE when none)
         return True
     return task.mode in RESUMABLE_MODES and runnable_spec(task.pk) is not None
 

@@ -143,7 +143,8 @@ async def run_task(
         if task.mode == "plan_exec":  # an interrupted run's state, if any (resume.py)
             point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
             checkpoints = spec_checkpoints.DatabaseCheckpoints(task_id=task.pk, spec_phases=False)
-        elif task.mode == "react" and resume_reason is not None:  # taken over from a dead run
+        elif resume_reason is not None and task.mode in spec_checkpoints.STEP_RESUMABLE_MODES:
+            # taken over from a dead run: from its stored events
             point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
             point = point or NOTHING_DONE  # no step finished: from the start, said so
         if task.mode == "team_collab":

@@ -15,7 +15,7 @@ from apps.tasks.liveness import run_claim, run_release
 from apps.tasks.models import Task
 from apps.tasks.reaper import MAX_HANDOVERS, reap
 from tests.tasks.conftest import events_of
-from tests.tasks.factories import make_task
+from tests.tasks.factories import add_events, make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,3 +79,21 @@ def test_a_task_whose_runs_keep_dying_is_ended_after_a_few_hand_overs(demo):
     assert [(what) for _, what, _ in reap()] == ["interrupted"]
     stored = Task.objects.get(pk=task.pk)
     assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
+
+
+def test_a_direct_chat_task_whose_run_died_mid_answer_answers_again(demo):
+    """No tools, no changes: the answer a dead run was streaming is asked for again, once, and
+    the task completes (it is not failed as interrupted)."""
+    user, workspace, _ = demo
+    task = make_task(user, workspace, goal="hello", mode="direct_chat", status="running")
+    add_events(task, "task_started", "token")  # cut off in the middle of its answer
+    task = dead(task)
+    assert [(task_id, what) for task_id, what, _ in reap()] == [(task.pk, "resumed")]
+    assert reap() == []  # exactly once
+    assert wait_final(task.pk).status == "completed"
+    events = events_of(task)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    resumed = [e.data for e in events if e.type == "task_resumed"]
+    assert len(resumed) == 1 and resumed[0]["reason"].startswith("taken over automatically")
+    assert [e.type for e in events].count("task_finished") == 1
+    assert events[-1].type == "task_finished" and events[-1].data["status"] == "completed"
