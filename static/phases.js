@@ -122,7 +122,10 @@
   renderers.task_resumed = (view, ev) => {  // a run that goes on after a process restart
     const d = ev.data;
     if (d.phase) showPhase(view, d.phase, d.counters, null);
-    note(view, "phase-note", "Resumed after a restart" + (d.phase ? " in the " + d.phase + " phase" : "") + ": " + d.steps + " finished steps kept, the spec is not planned again.");
+    const why = d.reason ? " (" + d.reason + ")" : "";
+    if (d.restarted) { note(view, "phase-note", "Started again after a restart: nothing was done yet" + why + "."); return; }
+    const steps = d.steps + " finished step" + (d.steps === 1 ? "" : "s") + " kept";
+    note(view, "phase-note", "Resumed after a restart" + (d.phase ? " in the " + d.phase + " phase" : "") + ": " + steps + (d.phase ? ", the spec is not planned again" : "") + why + ".");
   };
   renderers.phase_violation = (view, ev) => {
     note(view, "violation-note", "Refused in the " + ev.data.phase + " phase: " + ev.data.tool + ". " + (ev.data.hint || ""));

@@ -36,7 +36,8 @@ plan_exec runs (apps/engine/plan/phases.py, apps/engine/plan/reflexion.py) also 
 budgets}: what phases.reconstruct() rebuilds an interrupted run's state from. A plan_exec run
 that goes on from an interrupted one (apps/engine/loop/resume.py) emits, after its spec stage:
 
-    task_resumed         phase, steps, restored_messages, llm_calls, counters (+ reason: the runner)
+    task_resumed         phase, steps, restored_messages, llm_calls, counters (+ reason: the runner;
+                         + restarted: the reaper, a run started again from the beginning)
 react runs with the failure chain (apps/engine/failure/fallback.py, runner-started tasks) also emit:
 
     recovery_started     step, attempt, max_retries, error_struct (the failed attempt's),

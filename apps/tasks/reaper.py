@@ -9,7 +9,9 @@ for a worker (never claimed, or handed over by a reaper: a long queue is no dead
 worker died before claiming its task waits for nothing, whatever RQ still says) is
 
 - started again when it never began its work (`queued`: created, or waiting for its workspace,
-  when its process died; it changed nothing yet);
+  when its process died; it changed nothing yet), or when it is a plan_exec or team_collab task
+  that died while planning, before its spec was confirmed (a `task_resumed` with `restarted`
+  says so);
 - ended `cancelled` when a cancel was asked for it;
 - resumed from its checkpoints when it is a plan_exec or team_collab task with a confirmed spec,
   and a react task from its stored events (its finished steps are not taken again;
@@ -30,14 +32,14 @@ import logging
 import random
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.ending import INTERRUPTED, publish, task_end_now
 from apps.tasks.liveness import stale_before
-from apps.tasks.models import Task, TaskStatus
+from apps.tasks.models import Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +122,19 @@ def _why(task: Task) -> str:
     )
 
 
-def _resumable(task: Task) -> bool:
+def _take_over(task: Task) -> str | None:
+    """How a task with no live run goes on: "resume" (from its stored steps or checkpoints),
+    "restart" (from the beginning: it changed nothing yet), or None (it cannot)."""
     from apps.specs.checkpoints import RESUMABLE_MODES, STEP_RESUMABLE_MODES, runnable_spec
 
-    if (
-        task.mode in STEP_RESUMABLE_MODES
-    ):  # from its stored steps (runner.py: NOTHING_DONE when none)
-        return True
-    return task.mode in RESUMABLE_MODES and runnable_spec(task.pk) is not None
+    if task.status == TaskStatus.QUEUED:  # created, or waiting for its workspace: nothing done
+        return "restart"
+    if task.mode in STEP_RESUMABLE_MODES:  # runner.py: from NOTHING_DONE when no step finished
+        return "resume"
+    if task.mode in RESUMABLE_MODES:
+        # Died while planning, before its spec was confirmed: no phase ran, nothing changed.
+        return "resume" if runnable_spec(task.pk) is not None else "restart"
+    return None
 
 
 def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
@@ -142,17 +149,44 @@ def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     if task.cancel_requested_at is not None:
         messages = task_end_now(task.pk, TaskStatus.CANCELLED, expect=_same(task))
         return ("cancelled", messages) if messages else None
-    again = task.status == TaskStatus.QUEUED or _resumable(task)
-    if again and task.orphaned < MAX_HANDOVERS:
+    how = _take_over(task)
+    if how is not None and task.orphaned < MAX_HANDOVERS:
         if not _hand_over(task):
             return None
-        if task.status == TaskStatus.QUEUED:
-            task_submit(task_id=task.pk)
-            return "restarted", None
-        task_submit(task_id=task.pk, reason=_why(task))
-        return "resumed", None
+        if how == "resume":
+            task_submit(task_id=task.pk, reason=_why(task))
+            return "resumed", None
+        # A run that began (`running`) tells its sockets why it begins again.
+        messages = _restart_note(task) if task.status == TaskStatus.RUNNING else None
+        task_submit(task_id=task.pk)
+        return "restarted", messages
     messages = task_end_now(task.pk, TaskStatus.FAILED, INTERRUPTED, expect=_same(task))
     return ("interrupted", messages) if messages else None
+
+
+def _restart_note(task: Task) -> list[dict]:
+    """The `task_resumed` of a run that starts again from the beginning (its planning died
+    before its spec was confirmed), after the events stored: `restarted`, and why."""
+    data = {
+        "phase": None,
+        "steps": 0,
+        "restored_messages": 0,
+        "llm_calls": 0,
+        "counters": None,
+        "restarted": True,
+        "reason": _why(task) + "; started again from the beginning (no spec was confirmed)",
+    }
+    with transaction.atomic():
+        current = Task.objects.select_for_update().get(pk=task.pk)
+        event = TaskEvent.objects.create(
+            task_id=task.pk,
+            seq=current.last_seq + 1,
+            type="task_resumed",
+            ts=timezone.now(),
+            data=data,
+        )
+        Task.objects.filter(pk=task.pk).update(last_seq=event.seq)
+    return [event.as_message()]
 
 
 def reap() -> list[tuple[int, str, list[dict] | None]]:

@@ -55,13 +55,22 @@ def test_each_kind_of_orphan_gets_what_it_needs_and_live_tasks_are_left_alone(de
             never_started.pk: "restarted",
             cancelled.pk: "cancelled",
             react.pk: "resumed",  # from its stored events (none here: from the start)
-            unplanned.pk: "interrupted",  # died before its spec was confirmed: nothing to resume
+            unplanned.pk: "restarted",  # died before its spec was confirmed: planned again
         }
         assert wait_final(never_started.pk).status == "completed"  # it ran, once
         assert [e.type for e in events_of(never_started)].count("task_started") == 1
         assert Task.objects.get(pk=cancelled.pk).status == "cancelled"
-        stored = Task.objects.get(pk=unplanned.pk)
-        assert (stored.status, stored.error["error_code"]) == ("failed", "interrupted")
+        restarted = [e.data for e in events_of(unplanned) if e.type == "task_resumed"]
+        assert len(restarted) == 1 and restarted[0]["restarted"] is True
+        assert restarted[0]["reason"].startswith("taken over automatically")
+        # its sockets learn why it begins again, then it plans anew, to its spec review
+        assert events_of(unplanned)[0].type == "task_resumed"
+        deadline = time.monotonic() + 60
+        while (status := Task.objects.get(pk=unplanned.pk).status) in ("queued", "running"):
+            assert time.monotonic() < deadline, status
+            time.sleep(0.1)
+        assert status in ("awaiting_review", "completed"), status
+        assert "task_started" in [e.type for e in events_of(unplanned)]
         assert wait_final(react.pk).status == "completed"
         resumed = [e.data for e in events_of(react) if e.type == "task_resumed"]
         assert len(resumed) == 1 and resumed[0]["steps"] == 0
