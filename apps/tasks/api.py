@@ -193,9 +193,12 @@ def tasks(request):
         config=agent_config(),
         conversation=conversation,
     )
-    executors.task_submit(task_id=task.pk)
+    created = getattr(task, "created_now", False)
+    if created:  # a re-sent `client_msg_id` (a retry after a lost answer): its task, as it is
+        executors.task_submit(task_id=task.pk)
     return JsonResponse(
-        {"id": task.pk, "status": task.status, "conversation": task.conversation_id}, status=201
+        {"id": task.pk, "status": task.status, "conversation": task.conversation_id},
+        status=201 if created else 200,
     )
 
 

@@ -169,6 +169,7 @@ def _create_rows(checked: list, opening=None) -> list:
             # Known to have no earlier turns: history.conversation_history need not look (the
             # instance only; a task read from the database again looks).
             task.opens_conversation = c.continued is None
+            task.created_now = True  # not a re-sent message's (the JSON API submits only these)
             created.append((i, task))
             if key is not None:
                 resent[key] = task

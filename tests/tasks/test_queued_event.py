@@ -202,6 +202,23 @@ def test_the_json_api_answers_with_the_queued_event_already_stored(demo, rq_queu
     assert events[0]["data"]["reason"] == WORKER_WAIT_REASON
 
 
+def test_a_json_api_post_sent_again_answers_with_its_task_and_queues_nothing(demo, rq_queue):
+    """A client whose answer was lost (its web process died) posts again with the same
+    client_msg_id: 200 with the first task, not a second task, job or event."""
+    user, workspace, _ = demo
+    client = Client()
+    client.force_login(user)
+    body = {"text": "hello", "mode": "direct_chat", "workspace": workspace.pk}
+    body["client_msg_id"] = "post-1"
+    first = client.post("/api/tasks", body, content_type="application/json")
+    again = client.post("/api/tasks", body, content_type="application/json")
+    assert (first.status_code, again.status_code) == (201, 200), again.content
+    assert again.json()["id"] == first.json()["id"]
+    assert rq_queue.job_ids == [f"task-{first.json()['id']}"]
+    assert Task.objects.filter(client_msg_id="post-1").count() == 1
+    assert [e.type for e in _events(Task.objects.get(pk=first.json()["id"]))] == ["task_waiting"]
+
+
 def test_a_socket_gets_the_queued_event_as_its_first_frame_with_no_worker_running(demo, rq_queue):
     user, workspace, _ = demo
 
