@@ -315,3 +315,30 @@ def test_thinking_shows_between_events_and_goes_at_the_end(page: Page, server):
     page.wait_for_timeout(1_500)
     expect(thinking).to_be_hidden()
     expect(task.get_by_role("button", name="Stop")).to_be_hidden()
+
+
+def test_a_taken_over_task_says_what_was_kept_and_why(page: Page, server):
+    """The notes of a run that resumes after its process died: a restart from the beginning (a
+    plan that died before its spec was confirmed), then a resume that kept its finished steps,
+    each with the reason the server gave."""
+    log_in(page, server)
+    page.wait_for_function("window.agentkitSocket && window.agentkitSocket.opens >= 1")
+    page.evaluate("window.agentkitOpenTask(987655)")
+    event = {"task_id": 987655, "ts": "2026-01-01T00:00:00Z"}
+    why = "taken over automatically: the process running it stopped beating"
+    for seq, kind, data in [
+        (1, "task_started", {"goal": "g", "model": "main"}),
+        (2, "task_resumed", {"steps": 0, "phase": None, "restarted": True, "reason": why}),
+        (3, "task_started", {"goal": "g", "model": "main"}),
+        (4, "task_resumed", {"steps": 2, "phase": None, "reason": why}),
+    ]:
+        page.evaluate(
+            "ev => window.agentkitSocket.inject(ev)",
+            {**event, "seq": seq, "type": kind, "data": data},
+        )
+    notes = page.locator('article.task[data-task-id="987655"] .phase-note')
+    expect(notes).to_have_count(2)
+    expect(notes.nth(0)).to_have_text(
+        f"Started again after a restart: nothing was done yet ({why})."
+    )
+    expect(notes.nth(1)).to_have_text(f"Resumed after a restart: 2 finished steps kept ({why}).")
