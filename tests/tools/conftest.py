@@ -1,6 +1,7 @@
 """Fixtures for the file tools: a real workspace directory, a directory outside it holding a
 secret, and `call`, which runs a tool the way the engine does (schema check included) on one
-set of tool instances per test, so the editor's undo history carries across calls."""
+set of tool instances per test, so the editor's undo history carries across calls; and
+`python_file`, the read_file tests' cart.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from apps.engine.tools import ToolResult, ToolSet
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import build_tools
+from tests.tools.read_file_support import PYTHON
 
 FILE_TOOLS = ("read_file", "search", "str_replace_editor")
 SECRET = "TOP SECRET: must never be read or written by a workspace tool\n"
@@ -46,6 +48,12 @@ def call(toolset: ToolSet) -> Call:
         return await toolset.safe_execute(name, arguments)
 
     return run
+
+
+@pytest.fixture
+def python_file(workspace: Path) -> str:
+    (workspace / "cart.py").write_text(PYTHON)
+    return "cart.py"
 
 
 def numbered_text(output: str) -> str:
