@@ -8,7 +8,6 @@ import json
 
 from apps.engine.llm.types import ToolCall
 from tests.engine.helpers import collect, of_type, types
-from tests.engine.plan.conftest import workspace
 from tests.engine.plan.plan_exec_support import (
     EDIT,
     PASS,
@@ -20,9 +19,6 @@ from tests.engine.plan.plan_exec_support import (
     tools_in,
     turn,
 )
-
-# tests/engine/loop/test_resume.py imports these from here
-__all__ = ["EDIT", "call", "engine_for", "turn", "workspace"]
 
 
 async def test_each_phase_runs_its_own_tools_and_advance_phase_walks_all_four(workspace):
