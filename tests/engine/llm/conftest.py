@@ -1,5 +1,7 @@
 """Fixtures for the LLM layer: one fake LLM server per session (reset for every test), configs
-that point aliases at it, and a sleep that records backoff waits instead of waiting."""
+that point aliases at it, and a sleep that records backoff waits instead of waiting; for the
+gateway tests, a server that always answers ANSWER and run_stream, which reads a stream as a UI
+would."""
 
 from __future__ import annotations
 
@@ -10,10 +12,12 @@ from typing import Any
 import pytest
 
 from apps.engine.config import AgentkitConfig, parse_config
-from apps.engine.llm import ChatRequest, Message, TextBlock, ToolSpec
+from apps.engine.llm import ChatRequest, Gateway, Message, TextBlock, ToolSpec
 from tests.fakes.llm_server import FakeLLMServer
 
 RECORDINGS = Path(__file__).parent / "recordings"
+PROVIDERS = ["openai", "anthropic"]
+ANSWER = "All good here, thanks for asking."
 
 
 def recording(name: str) -> bytes:
@@ -114,3 +118,22 @@ def long_system(words: int = 1500) -> tuple[TextBlock, ...]:
     """A stable system block long enough to be cached (> 1024 tokens), then a volatile one."""
     stable = " ".join(f"rule{i}" for i in range(words))
     return (TextBlock(stable, cache=True), TextBlock("Today is a volatile day."))
+
+
+@pytest.fixture
+def answering(llm_server):
+    llm_server.set_script([{"text": ANSWER, "repeat": True}])
+    return llm_server
+
+
+async def run_stream(gateway: Gateway, **kwargs):
+    """(visible text as a UI would show it, honouring restarts; restarts seen; response)."""
+    shown, restarts, response = "", 0, None
+    async for delta in gateway.stream(ask(), **kwargs):
+        if delta.restart:
+            shown, restarts = "", restarts + 1
+        elif delta.response is not None:
+            response = delta.response
+        else:
+            shown += delta.text
+    return shown, restarts, response

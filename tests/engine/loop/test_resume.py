@@ -11,7 +11,8 @@ from apps.engine.plan.phases import PhaseTracker
 from apps.engine.ports import PhaseCheckpoint
 from apps.engine.task import AgentTask
 from tests.engine.helpers import config, of_type, types
-from tests.engine.plan.test_plan_exec import EDIT, call, engine_for, turn, workspace  # noqa: F401
+from tests.engine.plan.conftest import workspace  # noqa: F401  (the fixture)
+from tests.engine.plan.plan_exec_support import EDIT, call, engine_for, turn
 
 TASK = AgentTask(task_id=1, goal="fix the failing test", mode="plan_exec")
 FIRST = [
