@@ -17,7 +17,8 @@ import httpx
 
 from bench._harness import report, summarize
 from tests.load_driver import drive, login_cookie, problems, write_load_config
-from tests.support import agentkit_server, private_redis
+from tests.services import private_redis
+from tests.support import agentkit_server
 
 SOCKETS = int(os.environ.get("AGENTKIT_BENCH_SOCKETS", "50"))
 

@@ -53,7 +53,7 @@ def main() -> dict:
         from apps.evolution.models import Pitfall
         from apps.evolution.services.retrieval import pitfalls_for_task, pitfalls_search
         from apps.evolution.services.scheduling import evolution_schedule, success_sampled
-        from tests.support import private_redis
+        from tests.services import private_redis
         from tests.tasks.factories import make_task, make_user, make_workspace
 
         redis_url = os.environ.get("AGENTKIT_TEST_REDIS_URL") or stack.enter_context(

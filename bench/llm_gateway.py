@@ -36,6 +36,8 @@ from apps.engine.llm.sse import SSEDecoder, StreamSnapshot
 from bench._harness import report, summarize
 from tests.fakes import llm_wire
 from tests.fakes.llm_process import running_in_subprocess
+from tests.fakes.llm_wire_anthropic import anthropic_events
+from tests.fakes.llm_wire_openai import openai_events
 
 WORDS = 200
 REPLY = " ".join(f"word{i}" for i in range(WORDS))
@@ -128,9 +130,9 @@ def recorded_stream(protocol: str) -> bytes:
     )
     body = {"model": "bench", "stream_options": {"include_usage": True}}
     events = (
-        llm_wire.openai_events(body, answer, 1)
+        openai_events(body, answer, 1)
         if protocol == "openai"
-        else llm_wire.anthropic_events(body, answer, 1)
+        else anthropic_events(body, answer, 1)
     )
     return "".join(frame for frame, _ in events).encode()
 

@@ -31,7 +31,8 @@ import yaml
 from bench._harness import percentile, report, summarize
 from tests.fakes.llm_process import running_in_subprocess
 from tests.load_driver import login_cookie
-from tests.support import agentkit_server, private_redis
+from tests.services import private_redis
+from tests.support import agentkit_server
 
 SOCKETS = int(os.environ.get("AGENTKIT_BENCH_SOCKETS", "50"))
 FLUSH_MS = 50

@@ -147,7 +147,7 @@ ensure_bubblewrap() {
   return 0
 }
 
-# PostgreSQL server binaries (initdb, pg_ctl), as tests/support.py postgres_bin_dir finds them:
+# PostgreSQL server binaries (initdb, pg_ctl), as tests/services.py postgres_bin_dir finds them:
 # initdb on PATH, else /usr/lib/postgresql/*/bin.
 postgres_bin_dir() {
   local dir

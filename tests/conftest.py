@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.support import postgres_bin_dir, private_postgres, private_redis
+from tests.services import postgres_bin_dir, private_postgres, private_redis
 
 
 @pytest.fixture(scope="session", autouse=True)

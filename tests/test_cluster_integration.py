@@ -23,7 +23,8 @@ import pytest
 import websockets
 
 from tests.load_driver import login_cookie
-from tests.support import free_port, postgres_bin_dir
+from tests.services import postgres_bin_dir
+from tests.support import free_port
 from tests.test_make_cluster import MakeCluster, processes_with_marker
 
 pytestmark = pytest.mark.slow

@@ -23,7 +23,8 @@ from redis import Redis
 from rq.job import Job
 
 from tests.load_driver import login_cookie
-from tests.support import ROOT, free_port, private_redis
+from tests.services import private_redis
+from tests.support import ROOT, free_port
 from tests.test_make_run import processes_with_marker
 
 pytestmark = pytest.mark.slow

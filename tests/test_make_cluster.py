@@ -21,7 +21,8 @@ import pytest
 import websockets
 
 from tests.load_driver import login_cookie
-from tests.support import ROOT, free_port, postgres_bin_dir, server_env
+from tests.services import postgres_bin_dir
+from tests.support import ROOT, free_port, server_env
 from tests.test_make_run import processes_with_marker
 
 pytestmark = pytest.mark.slow

@@ -11,14 +11,10 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.config_text import without_spec_review, without_takeover
 from tests.e2e.test_login import log_in
-from tests.support import (
-    INTERRUPTED_PLAN_TASK,
-    ROOT,
-    agentkit_server,
-    without_spec_review,
-    without_takeover,
-)
+from tests.interrupted_runs import INTERRUPTED_PLAN_TASK
+from tests.support import ROOT, agentkit_server
 
 pytestmark = pytest.mark.e2e
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.config_text import without_spec_review
 from tests.e2e.test_login import log_in
-from tests.support import ROOT, agentkit_server, without_spec_review
+from tests.support import ROOT, agentkit_server
 
 pytestmark = pytest.mark.e2e
 

@@ -12,8 +12,9 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.config_text import without_takeover
 from tests.e2e.test_login import log_in
-from tests.support import ROOT, agentkit_server, without_takeover
+from tests.support import ROOT, agentkit_server
 
 pytestmark = pytest.mark.e2e
 

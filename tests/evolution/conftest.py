@@ -12,7 +12,8 @@ import pytest
 from rq import SimpleWorker
 
 from apps.evolution.models import EvolutionCounter
-from tests.support import ROOT, without_spec_review
+from tests.config_text import without_spec_review
+from tests.support import ROOT
 from tests.tasks.conftest import config_file, demo  # noqa: F401  (fixtures used here)
 
 GOAL = "fix the failing test in tests/test_slug.py"

@@ -1,8 +1,8 @@
 """What the fake LLM server refuses beyond a request's shape, as the services do: changed or
 missing thinking blocks (Anthropic extended thinking across a tool-use turn), reasoning sent back
 (DeepSeek), and structured-output requests (OpenAI `response_format`, `tool_choice`). Pure
-functions; llm_wire.py calls the thinking checks while it reads a request, llm_server.py the
-structured-output ones."""
+functions; llm_wire_anthropic.py calls the thinking checks while it reads a request,
+llm_server.py the structured-output ones."""
 
 from __future__ import annotations
 

@@ -16,6 +16,12 @@ from apps.engine.llm.providers.script import ScriptTurn
 from apps.engine.llm.types import ToolCall
 from tests.fakes import llm_wire as wire
 from tests.fakes.llm_faults import Fault
+from tests.fakes.llm_wire_anthropic import (
+    anthropic_cache_blocks,
+    anthropic_events,
+    anthropic_message,
+)
+from tests.fakes.llm_wire_openai import openai_completion, openai_events, openai_prompt_text
 
 REASONS = {
     200: "OK",
@@ -54,9 +60,9 @@ class Responses:
             answer = wire.Answer(text, calls, finish, thinking=turn.thinking)
         with self._lock:
             if protocol == "anthropic":
-                usage = self._anthropic_cache.account(wire.anthropic_cache_blocks(body))
+                usage = self._anthropic_cache.account(anthropic_cache_blocks(body))
             else:
-                usage = self._openai_cache.account(wire.openai_prompt_text(body))
+                usage = self._openai_cache.account(openai_prompt_text(body))
         answer.input_tokens = usage.input_tokens
         answer.cache_read = usage.cache_read_tokens
         answer.cache_write = usage.cache_write_tokens
@@ -125,9 +131,9 @@ class Responses:
         if wait > 0:
             await asyncio.sleep(wait)
         payload = (
-            wire.openai_completion(body, answer, next(self._ids), self.reasoning_field)
+            openai_completion(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
-            else wire.anthropic_message(body, answer, next(self._ids))
+            else anthropic_message(body, answer, next(self._ids))
         )
         kind = fault.kind if fault else None
         if kind == "malformed_sse":
@@ -165,9 +171,9 @@ class Responses:
         await self._send_head(writer, 200, headers)
         await writer.drain()
         events = (
-            wire.openai_events(body, answer, next(self._ids), self.reasoning_field)
+            openai_events(body, answer, next(self._ids), self.reasoning_field)
             if protocol == "openai"
-            else wire.anthropic_events(body, answer, next(self._ids))
+            else anthropic_events(body, answer, next(self._ids))
         )
         content_events = 0
         first = True

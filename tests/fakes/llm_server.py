@@ -72,9 +72,10 @@ from apps.engine.llm.cachesim import BreakpointCache, PrefixCache
 from apps.engine.llm.errors import ScriptExhaustedError
 from apps.engine.llm.providers.scripted import ScriptedProvider
 from tests.fakes import llm_checks as checks
-from tests.fakes import llm_wire as wire
 from tests.fakes.llm_faults import SCRIPT_FAILS, Fault
 from tests.fakes.llm_responses import Responses
+from tests.fakes.llm_wire_anthropic import anthropic_request
+from tests.fakes.llm_wire_openai import openai_request
 
 DEFAULT_SCRIPT = [{"text": "Hello from the fake LLM server.", "repeat": True}]
 
@@ -317,27 +318,27 @@ class FakeLLMServer(Responses):
         if protocol is None or method != "POST":
             return await self._json(writer, 404, {"error": {"message": f"no route {path}"}})
         if bad_json or not isinstance(body, dict):
-            return await self._error(writer, protocol, wire.BadRequest("request body is not JSON"))
+            return await self._error(
+                writer, protocol, checks.BadRequest("request body is not JSON")
+            )
         if self.api_key is not None and self._sent_key(protocol, headers) != self.api_key:
             return await self._error(
                 writer,
                 protocol,
-                wire.BadRequest("invalid x-api-key", 401, "authentication_error"),
+                checks.BadRequest("invalid x-api-key", 401, "authentication_error"),
             )
         try:
             request = (
-                wire.openai_request(body)
-                if protocol == "openai"
-                else wire.anthropic_request(body, headers)
+                openai_request(body) if protocol == "openai" else anthropic_request(body, headers)
             )
             if protocol == "openai":
                 checks.check_response_format(body, self.json_schema_supported)
             forced = checks.forced_tool(protocol, body)
-        except wire.BadRequest as exc:
+        except checks.BadRequest as exc:
             return await self._error(writer, protocol, exc)
         except (KeyError, TypeError, AttributeError) as exc:
             return await self._error(
-                writer, protocol, wire.BadRequest(f"malformed request: {exc!r}")
+                writer, protocol, checks.BadRequest(f"malformed request: {exc!r}")
             )
         if fault is not None and fault.kind in {"status", "auth_echo"}:
             return await self._status_fault(writer, protocol, fault, headers)
@@ -353,7 +354,7 @@ class FakeLLMServer(Responses):
                     request, consume=fault is None or fault.kind in {"ignore_stream", "shaped"}
                 )
             except ScriptExhaustedError as exc:
-                exhausted = wire.BadRequest(str(exc), 400, "script_exhausted")
+                exhausted = checks.BadRequest(str(exc), 400, "script_exhausted")
             else:
                 exhausted = None
         if exhausted is not None:

@@ -9,8 +9,9 @@ import time
 import httpx
 import pytest
 
+from tests.interrupted_runs import INTERRUPTED_PLAN_TASK
 from tests.specs.test_cross_process import cross_process_config
-from tests.support import INTERRUPTED_PLAN_TASK, agentkit_server
+from tests.support import agentkit_server
 
 pytestmark = pytest.mark.slow
 

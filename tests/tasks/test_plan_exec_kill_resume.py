@@ -13,13 +13,8 @@ import sqlite3
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import (
-    manage,
-    migrate_sqlite,
-    run_task_then_kill,
-    server_env,
-    wait_until_heartbeat_stale,
-)
+from tests.interrupted_runs import run_task_then_kill, wait_until_heartbeat_stale
+from tests.support import manage, migrate_sqlite, server_env
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = (

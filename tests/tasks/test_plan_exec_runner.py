@@ -12,7 +12,8 @@ from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task
 from apps.tasks.runner import run_task
-from tests.support import ROOT, without_spec_review
+from tests.config_text import without_spec_review
+from tests.support import ROOT
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
 

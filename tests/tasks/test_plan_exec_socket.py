@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support import ROOT, without_spec_review
+from tests.config_text import without_spec_review
+from tests.support import ROOT
 from tests.tasks.test_consumer import open_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,8 @@ import psycopg
 import pytest
 
 from tests.fakes.llm_server import FakeLLMServer
-from tests.support import ROOT, manage, private_redis, server_env
+from tests.services import private_redis
+from tests.support import ROOT, manage, server_env
 from tests.tasks.test_plan_exec_kill_resume import SETUP, TURNS, is_planner
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from tests.engine.helpers import EchoTool, no_sleep
 from tests.fakes.llm_server import FakeLLMServer
-from tests.fakes.llm_wire import anthropic_cache_blocks
+from tests.fakes.llm_wire_anthropic import anthropic_cache_blocks
 
 DAY = dt.date(2026, 6, 29)
 SKILL = "You are a careful engineer. " * 40
