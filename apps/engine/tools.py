@@ -21,6 +21,7 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Any, ClassVar
 
 from jsonschema import Draft202012Validator
@@ -149,6 +150,27 @@ def truncate_output(text: str, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> str
         f"range or a symbol, grep for what you need, or pipe through head/tail ...]\n\n"
     )
     return text[:head] + note + text[-tail:]
+
+
+def is_glob(name: str) -> bool:
+    """A tool-name pattern (`git__*`) rather than a name: skills' tools and phase whitelists."""
+    return any(char in name for char in "*?[")
+
+
+def expand_tool_names(wanted: Iterable[str], known: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(names, unmatched): each wanted name that is known, and each known name a wanted glob
+    matches, in order, once; unmatched: the wanted names and globs that match nothing."""
+    known = sorted(known)
+    names: dict[str, None] = {}
+    unmatched: list[str] = []
+    for entry in wanted:
+        found = [n for n in known if fnmatchcase(n, entry)] if is_glob(entry) else None
+        if found is None:
+            found = [entry] if entry in known else []
+        if not found:
+            unmatched.append(entry)
+        names.update(dict.fromkeys(found))
+    return list(names), unmatched
 
 
 class ToolSet:

@@ -35,6 +35,7 @@ from apps.tasks.routing import RUNNABLE_MODES
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from apps.tools.builtin.repo_map import build_repo_map
+from apps.tools.mcp.hand_over import mcp_tools, with_mcp_servers
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ def prepare_agent_task(
     context = planning_context(task=task, config=config)
     repo_map = repository_map(task, config, agent_task.mode, repo_maps)
     agent_task = replace(agent_task, repo_map=repo_map)
+    agent_task = with_mcp_servers(agent_task, config)  # starts them; names those down (facts)
     if context:
         agent_task = replace(
             agent_task, pitfalls=context.pop(PITFALLS_SECTION, ""), context=context
@@ -161,7 +163,7 @@ def build_engine(
     react with `point`: the interrupted run's state, then its next step."""
     ctx = build_tool_context(task, config)
     tools = ToolSet(
-        build_tools(ctx, available_tool_names()),
+        [*build_tools(ctx, available_tool_names()), *mcp_tools(config)],
         max_output_chars=config.react.tool_output_max_chars,
     )
     skill = config.skills.get(task.skill) if task.skill else None
@@ -205,7 +207,7 @@ def build_team(
 
     def engine_for(expert: Any, verify: bool, policy: Any) -> ReActEngine:
         tools = ToolSet(
-            build_tools(ctx, available_tool_names()),
+            [*build_tools(ctx, available_tool_names()), *mcp_tools(config)],
             max_output_chars=config.react.tool_output_max_chars,
         )
         return ReActEngine(

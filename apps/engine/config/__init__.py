@@ -45,6 +45,7 @@ from apps.engine.config.loading import (
     load_config,
     parse_config,
 )
+from apps.engine.config.mcp import McpCheckConfig, McpServerConfig
 from apps.engine.config.models import (
     LLMConfig,
     ModelConfig,
@@ -113,6 +114,8 @@ __all__ = [
     "LLMConfig",
     "LimitsConfig",
     "LoopDetectionConfig",
+    "McpCheckConfig",
+    "McpServerConfig",
     "ModeVerification",
     "ModelConfig",
     "ModelPrice",

@@ -21,6 +21,7 @@ from apps.engine.config.agent import (
     StreamingConfig,
 )
 from apps.engine.config.base import KNOWN_TOOLS, ConfigError, Section
+from apps.engine.config.mcp import McpServerConfig, is_mcp_tool_ref, mcp_server_errors
 from apps.engine.config.models import LLMConfig, ModelConfig
 from apps.engine.config.quality import (
     PHASES,
@@ -69,6 +70,7 @@ class AgentkitConfig(Section):
     workspaces: WorkspacesConfig = WorkspacesConfig()
     spec_review: SpecReviewConfig = SpecReviewConfig()  # config/specs.py
     planner: PlannerConfig = PlannerConfig()
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)  # config/mcp.py
 
     # Where the file was read from; relative paths inside it (scripts) resolve against this.
     base_dir: Path = Field(default=Path("."), exclude=True)
@@ -86,9 +88,10 @@ class AgentkitConfig(Section):
 
         def check_tools(path: str, tools: list[str] | None) -> None:
             for index, tool in enumerate(tools or []):
-                if tool not in KNOWN_TOOLS:
+                if tool not in KNOWN_TOOLS and not is_mcp_tool_ref(tool, self.mcp_servers):
                     problems.append(
-                        f"{path}.{index}: unknown tool {tool!r} (known: {', '.join(KNOWN_TOOLS)})"
+                        f"{path}.{index}: unknown tool {tool!r} (known: {', '.join(KNOWN_TOOLS)}, "
+                        "or `<server>__<tool>` / `<server>__*` of a server in mcp_servers)"
                     )
 
         check_alias("llm.main", self.llm.main)
@@ -104,6 +107,7 @@ class AgentkitConfig(Section):
             check_alias(f"experts.{name}.model", expert.model)
             check_tools(f"experts.{name}.tools", expert.tools)
         problems += team_errors(self.team, self.experts)
+        problems += mcp_server_errors(self.mcp_servers)
         problems += self._plan_exec_errors()
         for alias, model in sorted(self.models.items()):
             script_missing = model.script and not self.resolve_path(model.script).is_file()
@@ -133,10 +137,15 @@ class AgentkitConfig(Section):
                     "run in this phase; name at least one tool, or '*' for all"
                 )
             for index, tool in enumerate(tools):
-                if tool != "*" and tool not in KNOWN_TOOLS:
+                if (
+                    tool != "*"
+                    and tool not in KNOWN_TOOLS
+                    and not is_mcp_tool_ref(tool, self.mcp_servers)
+                ):
                     problems.append(
                         f"plan_exec.whitelists.{phase}.{index}: unknown tool {tool!r} "
-                        f"(known: {', '.join(KNOWN_TOOLS)}, or '*')"
+                        f"(known: {', '.join(KNOWN_TOOLS)}, '*', or `<server>__<tool>` / "
+                        "`<server>__*` of a server in mcp_servers)"
                     )
         for phase, pattern in sorted(section.command_filters.items()):
             if pattern is None:

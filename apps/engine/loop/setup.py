@@ -19,7 +19,7 @@ from apps.engine.loop.streaming import DeltaBatcher
 from apps.engine.plan import phases
 from apps.engine.plan.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import Verifier
-from apps.engine.tools import ToolSet
+from apps.engine.tools import ToolSet, expand_tool_names
 
 
 class EngineParts(Protocol):
@@ -41,11 +41,12 @@ def prepare(engine: EngineParts, run: RunState, cancel: CancellationToken | None
     wanted = engine.tools.names() if task.tools is None else task.tools
     # advance_phase belongs to plan_exec, which answers it in the loop (phases.py).
     wanted = [name for name in wanted if name != phases.ADVANCE_TOOL]
-    # A skill may name a tool this installation does not provide: run without it, visibly.
-    run.unavailable_tools = sorted(set(wanted) - set(engine.tools.names()))
+    # A skill may name a tool this installation does not provide (or an MCP glob, `git__*`,
+    # of a server that did not start): run without it, visibly.
+    names, unavailable = expand_tool_names(wanted, engine.tools.names())
+    run.unavailable_tools = sorted(unavailable)
     if run.unavailable_tools:
         log.warning("task %s: tools not available: %s", task.task_id, run.unavailable_tools)
-    names = [name for name in wanted if name in engine.tools]
     run.tools = engine.tools.subset(names, max_output_chars=cfg.react.tool_output_max_chars)
     run.specs = run.tools.specs() if task.mode != "direct_chat" else ()
     skill_prompt = task.system_prompt

@@ -22,10 +22,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fnmatch import fnmatchcase
 from typing import Any
 
 from apps.engine.config import LoopDetectionConfig, PhaseBudgets, PlanExecConfig
 from apps.engine.llm.types import ToolSpec
+from apps.engine.tools import is_glob
 
 
 class PhaseState(StrEnum):
@@ -116,7 +118,10 @@ class PhasePolicy:
 
     def is_tool_allowed(self, tool: str, phase: PhaseState) -> bool:
         allowed = self.whitelist[phase]
-        return tool == ADVANCE_TOOL or "*" in allowed or tool in allowed
+        if tool == ADVANCE_TOOL or "*" in allowed or tool in allowed:
+            return True
+        # MCP tools by glob (`git__*`); a builtin name has no '__' and never matches one
+        return any(is_glob(entry) and fnmatchcase(tool, entry) for entry in allowed)
 
     def allowed_tools(self, phase: PhaseState) -> list[str]:
         if "*" in self.whitelist[phase]:
