@@ -26,6 +26,7 @@ warm_up()  # import the runner and probe the sandbox now, not on the serving loo
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from agentkit_site.mcp_endpoint import McpEndpoint  # noqa: E402
 from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
 from agentkit_site.serving import settle_heap  # noqa: E402
 from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django set up first)
@@ -35,7 +36,7 @@ from apps.tasks.reaper import reaping  # noqa: E402
 application = reaping(
     ProtocolTypeRouter(
         {
-            "http": django_asgi_app,
+            "http": McpEndpoint(django_asgi_app),  # /mcp: agentkit as an MCP server
             "websocket": AllowedHostsOriginValidator(
                 SessionAuthStack(URLRouter(websocket_urlpatterns))
             ),
