@@ -103,3 +103,20 @@ async def test_no_token_or_a_bad_one_is_refused(server):
         with pytest.raises(Exception):  # noqa: B017 (the SDK's error type for a 401 varies)
             async with mcp_session(server.url, token):
                 pass
+
+
+async def test_a_spec_awaiting_review_is_returned_with_its_id_and_review_spec_decides_it(server):
+    token = token_for(server, server.username)
+    async with mcp_session(server.url, token) as session:
+        ran = await session.call_tool(
+            "run_task",
+            {"workspace": "demo", "text": "fix the failing test in tests/test_slug.py", "mode": "plan_exec"},
+        )
+        assert not ran.is_error, ran.content
+        waiting = ran.structured_content
+        assert waiting["status"] == "awaiting_review", waiting
+        spec_id = waiting["spec"]["id"]
+        reviewed = await session.call_tool("review_spec", {"id": spec_id, "decision": "confirm"})
+        assert not reviewed.is_error, reviewed.content
+        assert reviewed.structured_content["id"] == waiting["id"]
+        assert reviewed.structured_content["status"] not in ("awaiting_review", "running", "queued")
