@@ -26,9 +26,17 @@
         const what = { view: "view", create: "create", str_replace: "replace text in", insert: "insert into", undo_edit: "undo the last edit of" }[a.command] || a.command || "edit";
         return what + " " + short(a.path, 80);
       }
-      default:
-        return "";
+      default: {
+        const mcp = mcpTool(name);  // an MCP server's tool: say which server
+        return mcp ? "MCP " + mcp.server + " · " + mcp.tool + " " + short(JSON.stringify(a), 80) : "";
+      }
     }
+  }
+
+  // `<server>__<tool>` (apps/tools/mcp/names.py) -> {server, tool}; builtins have no "__".
+  function mcpTool(name) {
+    const m = /^([A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*)__(.+)$/.exec(String(name || ""));
+    return m ? { server: m[1], tool: m[2] } : null;
   }
 
   function hits(output) {
@@ -64,5 +72,5 @@
     }
   }
 
-  window.agentkitCards = { call, result };
+  window.agentkitCards = { call, result, mcpTool };
 })();

@@ -133,3 +133,17 @@ def shutdown() -> None:
 
 
 atexit.register(shutdown)
+
+
+def report(servers: dict[str, McpServerConfig], *, start: bool, check: bool) -> list[dict]:
+    """Every configured server: state, tools, last error (what check_mcp and the admin page
+    show); `start`: start those not started first; `check`: call each one's `check:` tool."""
+    manager = manager_for(servers)
+    if manager is None:
+        return []
+    if start:
+        manager.prepare()
+    rows = manager.status()
+    for row in rows:
+        row["check"] = manager.check(row["name"]) if check and row["state"] == "ready" else None
+    return rows

@@ -110,7 +110,11 @@ async def test_a_spec_awaiting_review_is_returned_with_its_id_and_review_spec_de
     async with mcp_session(server.url, token) as session:
         ran = await session.call_tool(
             "run_task",
-            {"workspace": "demo", "text": "fix the failing test in tests/test_slug.py", "mode": "plan_exec"},
+            {
+                "workspace": "demo",
+                "text": "fix the failing test in tests/test_slug.py",
+                "mode": "plan_exec",
+            },
         )
         assert not ran.is_error, ran.content
         waiting = ran.structured_content
