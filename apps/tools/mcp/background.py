@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -16,16 +17,17 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_pid = 0  # a forked child (an RQ work horse) inherits no thread: it starts its own loop
 
 
 def loop() -> asyncio.AbstractEventLoop:
-    global _loop
+    global _loop, _pid
     with _lock:
-        if _loop is None or _loop.is_closed():
+        if _loop is None or _loop.is_closed() or _pid != os.getpid():
             new = asyncio.new_event_loop()
             thread = threading.Thread(target=new.run_forever, name="agentkit-mcp", daemon=True)
             thread.start()
-            _loop = new
+            _loop, _pid = new, os.getpid()
         return _loop
 
 

@@ -269,7 +269,15 @@ class ServerConnection:
 
     def _with_stderr(self, message: str) -> str:
         tail = self.stderr_tail()
-        return f"{message}; stderr: {tail}" if tail else message
+        return self._scrub(f"{message}; stderr: {tail}" if tail else message)
+
+    def _scrub(self, text: str) -> str:
+        """The values of the variables the server gets (`env`, `headers`) never leave it."""
+        for name in [*self.config.env, *self.config.headers.values()]:
+            value = os.environ.get(name, "")
+            if len(value) >= 6:
+                text = text.replace(value, f"[{name}]")
+        return text
 
     async def _list_tools(self, session: ClientSession) -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import os
 import threading
 from fnmatch import fnmatchcase
 from typing import Any
@@ -109,13 +110,16 @@ class McpManager:
 
 _lock = threading.Lock()
 _current: McpManager | None = None
+_pid = os.getpid()
 
 
 def manager_for(servers: dict[str, McpServerConfig]) -> McpManager | None:
     """This process's manager for `servers` (None when there are none); a different mapping
     than the last one closes the old servers and starts afresh."""
-    global _current
+    global _current, _pid
     with _lock:
+        if _pid != os.getpid():  # a forked child: the parent's sessions are not ours to close
+            _current, _pid = None, os.getpid()
         if _current is not None and _current.servers == dict(servers):
             return _current
         old, _current = _current, (McpManager(servers) if servers else None)

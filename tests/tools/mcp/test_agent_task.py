@@ -84,6 +84,46 @@ async def test_an_agent_task_calls_an_mcp_tool_and_uses_its_result(setup):
     assert "says the time server" in task.result
 
 
+async def test_cancelling_a_task_cancels_its_mcp_call(settings, tmp_path, setup):
+    import asyncio
+    import time
+
+    from apps.tasks.services import task_request_cancel
+    from tests.tools.mcp.conftest import SDK_SERVER
+
+    user, workspace = setup
+    script = tmp_path / "slow.yaml"
+    script.write_text(
+        '- text: "Waiting on the server."\n'
+        "  tool_calls: [{name: t__sleep, arguments: {seconds: 60}}]\n"
+        '- "done"\n'
+    )
+    config = tmp_path / "slow-agentkit.yaml"
+    config.write_text(
+        textwrap.dedent(
+            f"""
+            models: {{main: {{provider: scripted, script: {script}}}}}
+            sandbox: {{mode: "off"}}
+            mcp_servers:
+              t: {{command: {sys.executable}, args: ["{SDK_SERVER}", "stdio"], call_timeout: 120}}
+            """
+        )
+    )
+    settings.AGENTKIT_CONFIG = str(config)
+    reload_agent_config()
+    task = await sync_to_async(make_task)(user, workspace, goal="wait for the server")
+    runner = asyncio.create_task(run_task(task.pk))
+    for _ in range(400):
+        if await sync_to_async(TaskEvent.objects.filter(task=task, type="tool_call").exists)():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    started = time.monotonic()
+    assert await sync_to_async(task_request_cancel)(task=task)
+    assert await asyncio.wait_for(runner, timeout=20) == "cancelled"
+    assert time.monotonic() - started < 5
+
+
 async def test_a_server_that_fails_to_start_is_named_with_its_stderr_and_the_task_runs(setup):
     user, workspace = setup
     task = await sync_to_async(make_task)(user, workspace, goal="what day is it in UTC?")

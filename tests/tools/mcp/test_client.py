@@ -140,3 +140,19 @@ def test_exposed_names_fit_the_providers_limits():
     assert len(long) <= MAX_NAME and len(odd) <= MAX_NAME
     assert all(c.isalnum() or c in "_-" for c in long + odd)
     assert exposed_name("tracker", "a.b") != exposed_name("tracker", "a/b")
+
+
+async def test_a_secret_the_server_prints_never_reaches_the_report(servers, monkeypatch):
+    monkeypatch.setenv("TRACKER_TOKEN", "tt-very-secret-value")
+    leaky = {
+        "command": sys.executable,
+        "args": [
+            "-c",
+            "import os, sys; sys.stderr.write('bad token ' + os.environ['TRACKER_TOKEN']); sys.exit(1)",
+        ],
+        "env": ["TRACKER_TOKEN"],
+        "startup_timeout": 10,
+    }
+    manager, _, down = servers(leaky=leaky)
+    assert "bad token [TRACKER_TOKEN]" in down["leaky"]
+    assert "tt-very-secret-value" not in json.dumps(manager.status())
