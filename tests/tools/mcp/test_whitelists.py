@@ -87,3 +87,16 @@ async def test_a_skill_glob_offers_the_servers_tools_and_nothing_else(servers, t
     offered = sorted(t.name for t in model.requests[0].tools)
     assert offered == ["read_file", "time__convert_time", "time__get_current_time"]
     assert events[0].data["unavailable_tools"] == ["git__*"]
+
+
+def test_the_commented_example_in_the_shipped_agentkit_yaml_is_valid():
+    import yaml
+
+    from tests.support import ROOT
+
+    text = (ROOT / "agentkit.yaml").read_text()
+    block = text.split("mcp_servers: {}\n", 1)[1]
+    lines = ["mcp_servers:", *(line[1:] for line in block.splitlines() if line.startswith("#  "))]
+    config = parse_config(yaml.safe_load("\n".join(lines)))
+    assert sorted(config.mcp_servers) == ["git", "time", "tracker"]
+    assert config.mcp_servers["tracker"].headers == {"Authorization": "TRACKER_AUTH"}
