@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from mcp.server.transport_security import TransportSecuritySettings
 
 PATH = "/mcp"
+
+log = logging.getLogger(__name__)
 
 
 def _is_mcp(scope: dict[str, Any]) -> bool:
@@ -73,6 +76,10 @@ class McpEndpoint:
                 "the token is unknown or revoked; create one with 'manage.py create_api_token USER'",
             )
         app = await self._serving()
+        if app is None:
+            return await _refuse(
+                send, 503, "mcp_unavailable", "the MCP server could not start; see the server log"
+            )
         return await app(scope, receive, send)
 
     async def _serving(self):
@@ -89,12 +96,17 @@ class McpEndpoint:
             self._runner = asyncio.get_running_loop().create_task(
                 self._run(server.session_manager), name="mcp-session-manager"
             )
-        assert self._started is not None
+        assert self._started is not None and self._runner is not None
         await self._started.wait()
-        return self._mcp
+        return None if self._runner.done() else self._mcp
 
     async def _run(self, manager) -> None:
         assert self._started is not None
-        async with manager.run():
-            self._started.set()
-            await asyncio.Event().wait()  # for the life of the process
+        try:
+            async with manager.run():
+                self._started.set()
+                await asyncio.Event().wait()  # for the life of the process
+        except Exception:
+            log.exception("the MCP session manager stopped")
+        finally:
+            self._started.set()  # a request waiting for the start gets its 503
