@@ -103,6 +103,7 @@ class ServerConnection:
         self._failed_at = 0.0
         self._backoff = FIRST_BACKOFF
         self._stderr: Any = None
+        self._background: set[asyncio.Task] = set()
 
     # ── state for check_mcp and the admin page ─────────────────────────────────────────────
     def describe(self) -> dict[str, Any]:
@@ -295,7 +296,9 @@ class ServerConnection:
         if isinstance(message, mcp_types.ToolListChangedNotification):
             session = self._session
             if session is not None:
-                asyncio.get_running_loop().create_task(self._relist(session))
+                task = asyncio.get_running_loop().create_task(self._relist(session))
+                self._background.add(task)  # held until done (the loop keeps weak references)
+                task.add_done_callback(self._background.discard)
         elif isinstance(message, Exception):
             log.info("mcp server %s: transport error: %s", self.name, _describe(message))
 

@@ -9,7 +9,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("agentkit-test-server")
@@ -40,6 +40,18 @@ async def sleep(seconds: float) -> str:
     """Sleep, then answer."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool `name` (it echoes) and tell the client the tool list changed."""
+
+    def added(text: str) -> str:
+        return f"{name}: {text}"
+
+    server.add_tool(added, name=name, description=f"added at run time: {name}")
+    await ctx.request_context.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 @server.tool()

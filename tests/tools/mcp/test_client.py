@@ -12,6 +12,7 @@ import signal
 import sys
 import time
 
+from apps.engine.tools import ToolSet
 from apps.tools.mcp.names import MAX_NAME, exposed_name
 from tests.tools.mcp.conftest import git_server, sdk_server, time_server
 
@@ -156,3 +157,15 @@ async def test_a_secret_the_server_prints_never_reaches_the_report(servers, monk
     manager, _, down = servers(leaky=leaky)
     assert "bad token [TRACKER_TOKEN]" in down["leaky"]
     assert "tt-very-secret-value" not in json.dumps(manager.status())
+
+
+async def test_tools_listed_again_on_tools_list_changed(servers):
+    manager, tools, _ = servers(t=sdk_server())
+    assert "t__extra" not in tools.names()
+    assert (await tools.safe_execute("t__add_tool", {"name": "extra"})).ok
+    for _ in range(100):
+        if "t__extra" in [tool.name for tool in manager.tools()]:
+            break
+        await asyncio.sleep(0.05)
+    again = ToolSet(manager.tools())
+    assert (await again.safe_execute("t__extra", {"text": "hi"})).output == "extra: hi"
