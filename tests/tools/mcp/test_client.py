@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from apps.engine.tools import ToolSet
 from apps.tools.mcp.names import MAX_NAME, exposed_name
 from tests.tools.mcp.conftest import git_server, sdk_server, time_server
@@ -169,3 +171,40 @@ async def test_tools_listed_again_on_tools_list_changed(servers):
         await asyncio.sleep(0.05)
     again = ToolSet(manager.tools())
     assert (await again.safe_execute("t__extra", {"text": "hi"})).output == "extra: hi"
+
+
+def _npx_everything() -> list[str] | None:
+    """`npx` running @modelcontextprotocol/server-everything from the npm cache, or None."""
+    import shutil
+    import subprocess
+
+    npx = shutil.which("npx")
+    if npx is None:
+        return None
+    command = [npx, "--offline", "-y", "@modelcontextprotocol/server-everything"]
+    try:
+        probe = subprocess.run(
+            [*command, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return None if "ENOTCACHED" in probe.stderr or "E404" in probe.stderr else command
+
+
+async def test_the_reference_everything_server_over_npx(servers):
+    command = _npx_everything()
+    if command is None:
+        pytest.skip(
+            "@modelcontextprotocol/server-everything is not runnable offline here (no npx, or "
+            "the package is not in the npm cache); the SDK's own server covers streamable HTTP"
+        )
+    _, tools, down = servers(
+        everything={"command": command[0], "args": command[1:], "startup_timeout": 60}
+    )
+    assert down == {}
+    result = await tools.safe_execute("everything__echo", {"message": "hello"})
+    assert result.ok and "hello" in result.output
