@@ -254,11 +254,17 @@ class ServerConnection:
             self._close_stderr()
             self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (kept open)
             env = {name: os.environ[name] for name in cfg.env if name in os.environ}
+            missing = sorted(set(cfg.env) - set(env))
+            if missing:
+                log.warning("mcp server %s: environment variables not set: %s", self.name, missing)
             params = StdioServerParameters(
                 command=cfg.command or "", args=list(cfg.args), env=env, cwd=cfg.cwd
             )
             return stdio_client(params, errlog=self._stderr)
         headers = {h: os.environ[v] for h, v in cfg.headers.items() if v in os.environ}
+        missing = sorted(v for v in cfg.headers.values() if v not in os.environ)
+        if missing:
+            log.warning("mcp server %s: environment variables not set: %s", self.name, missing)
         client = httpx2.AsyncClient(
             headers=headers, timeout=httpx2.Timeout(30.0, read=cfg.call_timeout + 30)
         )

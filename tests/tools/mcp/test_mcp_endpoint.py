@@ -5,6 +5,7 @@ task. The task is a normal Task: the JSON API lists it like any other."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 import httpx
@@ -124,3 +125,38 @@ async def test_a_spec_awaiting_review_is_returned_with_its_id_and_review_spec_de
         assert not reviewed.is_error, reviewed.content
         assert reviewed.structured_content["id"] == waiting["id"]
         assert reviewed.structured_content["status"] not in ("awaiting_review", "running", "queued")
+
+
+async def test_agentkit_reaches_an_http_server_with_a_header_from_the_environment(
+    server, monkeypatch
+):
+    """agentkit's own MCP client, pointed at agentkit's /mcp: `headers` takes the value of the
+    named environment variable; without it the server refuses and the start fails, said so."""
+    from apps.engine.config import McpServerConfig
+    from apps.engine.tools import ToolSet
+    from apps.tools.mcp.manager import McpManager
+
+    config = McpServerConfig(
+        transport="streamable_http",
+        url=f"{server.url}/mcp",
+        headers={"Authorization": "AGENTKIT_TEST_MCP_AUTH"},
+        startup_timeout=20,
+    )
+    monkeypatch.delenv("AGENTKIT_TEST_MCP_AUTH", raising=False)
+    refused = McpManager({"self": config})
+    try:
+        down = await asyncio.to_thread(refused.prepare)
+        assert down.get("self"), down  # refused (401): its tools are absent
+    finally:
+        await asyncio.to_thread(refused.close)
+
+    monkeypatch.setenv("AGENTKIT_TEST_MCP_AUTH", f"Bearer {token_for(server, server.username)}")
+    manager = McpManager({"self": config})
+    try:
+        assert await asyncio.to_thread(manager.prepare) == {}
+        tools = ToolSet(manager.tools())
+        assert "self__list_workspaces" in tools.names()
+        listed = await tools.safe_execute("self__list_workspaces", {})
+        assert listed.ok and "demo" in listed.output, listed
+    finally:
+        await asyncio.to_thread(manager.close)
