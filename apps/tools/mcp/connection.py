@@ -104,6 +104,8 @@ class ServerConnection:
         self._backoff = FIRST_BACKOFF
         self._stderr: Any = None
         self._background: set[asyncio.Task] = set()
+        self._poke = asyncio.Event()  # ends a backoff early
+        self._retrying = False  # failed, served before: the supervisor retries with backoff
 
     # ── state for check_mcp and the admin page ─────────────────────────────────────────────
     def describe(self) -> dict[str, Any]:
@@ -138,7 +140,14 @@ class ServerConnection:
             return True
         if self._stopping:
             return False
-        if self._supervisor is None or self._supervisor.done():
+        if self._supervisor is not None and not self._supervisor.done():
+            if self.state == "failed":  # served before, retried with backoff; or stopping now
+                if not self._retrying or time.monotonic() - self._failed_at < FIRST_BACKOFF:
+                    return False
+                self.state = "restarting"
+                self._settled.clear()
+            self._poke.set()  # try now rather than at the end of the backoff
+        else:
             if self.state == "failed" and time.monotonic() - self._failed_at < self._backoff:
                 return False
             self._settled.clear()
@@ -168,6 +177,7 @@ class ServerConnection:
         self._stopping = True
         self.state = "closed"
         self._lost.set()
+        self._poke.set()
         if self._supervisor is not None and not self._supervisor.done():
             try:
                 await asyncio.wait_for(self._supervisor, 10)
@@ -177,6 +187,7 @@ class ServerConnection:
                 log.debug("mcp %s: error while closing", self.name, exc_info=True)
 
     async def _supervise(self) -> None:
+        served_before = False
         while not self._stopping:
             self._lost = asyncio.Event()
             began = time.monotonic()
@@ -186,8 +197,20 @@ class ServerConnection:
             if not served:
                 self._start_failed(self.last_error)
                 log.warning("mcp server %s failed to start: %s", self.name, self.last_error)
+                if not served_before:  # never served: a later ensure() tries, after the backoff
+                    self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+                    return
+                # It served before (it died, or its host went away): keep trying, with backoff;
+                # a call meanwhile fails at once, or pokes an early try (ensure()).
+                self._retrying = True
+                await self._pause(self._backoff)
+                self._retrying = False
                 self._backoff = min(self._backoff * 2, MAX_BACKOFF)
-                return
+                if not self._stopping:
+                    self.state = "restarting"
+                    self._settled.clear()
+                continue
+            served_before = True
             if time.monotonic() - began > HEALTHY_AFTER:
                 self._backoff = FIRST_BACKOFF
             self.state = "restarting"
@@ -199,10 +222,16 @@ class ServerConnection:
                 self.last_error or "connection closed",
                 self._backoff,
             )
-            await asyncio.sleep(self._backoff)
+            await self._pause(self._backoff)
             self._backoff = min(self._backoff * 2, MAX_BACKOFF)
         self.state = "closed"
         self._settled.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """The backoff; a call that finds the server down ends it early (ensure())."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._poke.wait(), seconds)
+        self._poke.clear()
 
     async def _serve_once(self) -> bool:
         """One session, from start to its end. True when it got ready."""
@@ -232,6 +261,7 @@ class ServerConnection:
                     raise ServerUnavailable(why) from None
                 self.server_info = f"{info.server_info.name} {info.server_info.version}".strip()
                 self._session = session
+                self._poke.clear()
                 self.state = "ready"
                 self.last_error = ""
                 ready = True

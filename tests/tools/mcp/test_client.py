@@ -208,3 +208,44 @@ async def test_the_reference_everything_server_over_npx(servers):
     assert down == {}
     result = await tools.safe_execute("everything__echo", {"message": "hello"})
     assert result.ok and "hello" in result.output
+
+
+async def test_an_http_server_that_goes_away_mid_call_fails_typed_and_is_reached_again(servers):
+    import subprocess
+
+    from tests.support import free_port, wait_for_port
+    from tests.tools.mcp.conftest import SDK_SERVER
+
+    port = free_port()
+
+    def serve():
+        proc = subprocess.Popen(
+            [sys.executable, str(SDK_SERVER), "http", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(port, timeout=30, process=proc)
+        return proc
+
+    proc = serve()
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        _, tools, down = servers(
+            web={"transport": "streamable_http", "url": url, "call_timeout": 20}
+        )
+        assert down == {}
+        call = asyncio.create_task(tools.safe_execute("web__sleep", {"seconds": 15}))
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        proc.kill()
+        proc.wait()
+        result = await asyncio.wait_for(call, 20)
+        assert time.monotonic() - started < 5
+        assert not result.ok and result.error_code == "mcp_server_unavailable", result
+        proc = await asyncio.to_thread(serve)
+        await asyncio.sleep(0.6)
+        again = await tools.safe_execute("web__echo", {"text": "back"})
+        assert again.ok and again.output == "echo: back", again
+    finally:
+        proc.kill()
+        proc.wait()
