@@ -4,8 +4,9 @@ Opened lazily at the first `ensure()` and kept. A supervisor task holds the tran
 `ClientSession` open (anyio contexts must be left by the task that entered them) until the
 connection ends: the stdio server exits (its stdout reaches EOF), a call finds the connection
 gone, or `close()`. A server that was serving is started again after a backoff (0.5 s doubling
-to 30 s; back to 0.5 s after a minute of service); one that never got ready is `failed` (its
-stderr tail in `last_error`) and tried again at an `ensure()` once its backoff has passed.
+to 30 s; back to 0.5 s after a minute of service), and tried again so for as long as it stays
+down (a call that finds it down ends the backoff early); one that never got ready is `failed`
+(its stderr tail in `last_error`) and tried again at an `ensure()` once its backoff has passed.
 
 Errors a call raises: `ServerUnavailable` (not started, died, connection lost: the caller's
 `mcp_server_unavailable`), `CallTimedOut` (past `call_timeout`: `tool_timeout`),
