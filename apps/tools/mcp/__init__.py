@@ -4,6 +4,7 @@ builtin/: the engine gets these tools through the same `Tool` protocol (apps/eng
 - `names`: `<server>__<tool>` within the providers' 64 characters and [a-zA-Z0-9_-].
 - `background`: the one event-loop thread per process the MCP sessions live on.
 - `connection`: one server's session: opened lazily, kept, restarted with backoff.
+- `eof`: the read stream wrapper that tells a connection its server went away.
 - `results`: an MCP CallToolResult as a ToolResult (text, structured content, images, errors).
 - `adapter`: an MCP tool as a `Tool` (its input schema validated like a builtin's).
 - `manager`: every configured server of this process: tools for a run, state, check_mcp.

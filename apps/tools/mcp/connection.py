@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from apps.engine.config import McpServerConfig
+from apps.tools.mcp.eof import EofSignal
 
 log = logging.getLogger(__name__)
 
@@ -48,43 +49,6 @@ class CallTimedOut(Exception):
 
 class RemoteError(Exception):
     pass
-
-
-class _EofSignal:
-    """The transport's read stream, passed through, telling `eof` when it ends: how a stdio
-    server's exit (EOF on its stdout) is seen while no call is in flight."""
-
-    def __init__(self, stream: Any, eof: asyncio.Event):
-        self._stream = stream
-        self._eof = eof
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-    async def __aenter__(self) -> _EofSignal:
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> Any:
-        self._eof.set()
-        return await self._stream.__aexit__(*exc)
-
-    def __aiter__(self) -> _EofSignal:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._stream.__anext__()
-        except (StopAsyncIteration, anyio.ClosedResourceError, anyio.EndOfStream):
-            self._eof.set()
-            raise
-
-    async def receive(self) -> Any:
-        try:
-            return await self._stream.receive()
-        except (anyio.ClosedResourceError, anyio.EndOfStream):
-            self._eof.set()
-            raise
 
 
 class ServerConnection:
@@ -243,7 +207,7 @@ class ServerConnection:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _EofSignal(read, self._lost),
+                        EofSignal(read, self._lost),
                         write,
                         message_handler=self._on_message,
                     )
