@@ -8,4 +8,5 @@ builtin/: the engine gets these tools through the same `Tool` protocol (apps/eng
 - `results`: an MCP CallToolResult as a ToolResult (text, structured content, images, errors).
 - `adapter`: an MCP tool as a `Tool` (its input schema validated like a builtin's).
 - `manager`: every configured server of this process: tools for a run, state, check_mcp.
+- `hand_over`: what engine_build takes: the servers started (those down named), their tools.
 """
