@@ -88,6 +88,9 @@ class McpEndpoint:
 
             self._mcp = server.streamable_http_app(
                 streamable_http_path=PATH,
+                # No session state between requests: any web process of `make cluster` can
+                # answer any request; run_task's progress travels in its own response stream.
+                stateless_http=True,
                 transport_security=TransportSecuritySettings(
                     enable_dns_rebinding_protection=False  # a bearer token is required instead
                 ),
