@@ -112,6 +112,8 @@ def task_payload(task, user=None) -> dict:
         "started_at": task.started_at.isoformat() if task.started_at else None,
         "finished_at": task.finished_at.isoformat() if task.finished_at else None,
     }
+    if task.branch:  # a task on a repository workspace (docs/repositories.md)
+        payload |= {"branch": task.branch, "commit": task.commit, "base_commit": task.base_commit}
     if task.mode in ("plan_exec", "team_collab"):  # the chat page offers Resume (team.js)
         from apps.specs.checkpoints import task_interrupted
 
@@ -248,21 +250,38 @@ def task_cancel(request, task_id: int):
 def workspaces(request):
     if request.method == "POST":  # {"name", "directory"}: a directory under allowed_roots
         body = _json_body(request)
+        if body.get("git_url") is not None:  # {"name", "git_url", "branch"?}: a clone
+            ws = workspace_services.workspace_create_from_git(
+                user=request.user,
+                name=body.get("name"),
+                git_url=body.get("git_url"),
+                branch=body.get("branch"),
+                config=agent_config(),
+                workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
+            )
+            return JsonResponse(workspace_payload(ws), status=201)
         ws = workspace_services.workspace_create_from_directory(
             user=request.user,
             name=body.get("name"),
             directory=body.get("directory"),
             config=agent_config(),
         )
-        return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
+        return JsonResponse(workspace_payload(ws), status=201)
     return JsonResponse(
         {
             "workspaces": [
-                {"id": ws.pk, "name": ws.name}
-                for ws in selectors.workspaces_for_user(user=request.user)
+                workspace_payload(ws) for ws in selectors.workspaces_for_user(user=request.user)
             ]
         }
     )
+
+
+def workspace_payload(ws) -> dict:
+    """{"id", "name"}, and for a repository workspace its `base_branch` (and `git_url`)."""
+    payload = {"id": ws.pk, "name": ws.name}
+    if ws.base_branch:
+        payload |= {"repository": True, "base_branch": ws.base_branch, "git_url": ws.git_url}
+    return payload
 
 
 @api_view(("GET",))
@@ -270,7 +289,12 @@ def task_changes(request, task_id: int):
     task = selectors.task_for_user(user=request.user, task_id=task_id)
     if task is None:
         return error(404, "not_found", "task not found")
-    return JsonResponse({"id": task.pk, "files": changes.changes_payload(task=task)})
+    payload = {"id": task.pk, "files": changes.changes_payload(task=task)}
+    if task.branch:  # base...branch and its commits (handoffs.py)
+        from apps.tasks.handoffs import branch_changes
+
+        payload["branch"] = branch_changes(task=task, config=agent_config())
+    return JsonResponse(payload)
 
 
 @api_view(("POST",))

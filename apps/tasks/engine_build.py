@@ -32,6 +32,7 @@ from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.models import Task
 from apps.tasks.recorder import EventRecorder
 from apps.tasks.routing import RUNNABLE_MODES
+from apps.tasks.worktrees import task_root
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from apps.tools.builtin.repo_map import build_repo_map
@@ -128,7 +129,7 @@ def _build_repository_map(task: Task, config: AgentkitConfig) -> str:
 
 
 def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
-    root = Path(task.workspace.root_dir)
+    root = task_root(task)  # a repository task's worktree (worktrees.py), else the workspace
     if not root.is_dir():
         raise RunAborted(
             "workspace_missing",

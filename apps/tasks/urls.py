@@ -1,7 +1,7 @@
 from django.urls import path
 
 from apps.dashboard.views import evaluation_page, evaluations_page
-from apps.tasks import api, views
+from apps.tasks import api, api_branches, views
 
 urlpatterns = [
     path("", views.chat_page, name="chat"),
@@ -16,6 +16,11 @@ urlpatterns = [
     path("api/tasks/<int:task_id>/revert", api.task_revert, name="api-task-revert"),
     path("api/tasks/<int:task_id>/retry", api.task_retry, name="api-task-retry"),
     path("api/tasks/<int:task_id>/resume", api.task_resume, name="api-task-resume"),
+    # A repository task's branch (docs/repositories.md).
+    path("api/tasks/<int:task_id>/patch", api_branches.task_patch, name="api-task-patch"),
+    path("api/tasks/<int:task_id>/merge", api_branches.task_merge, name="api-task-merge"),
+    path("api/tasks/<int:task_id>/push", api_branches.task_push, name="api-task-push"),
+    path("api/tasks/<int:task_id>/discard", api_branches.task_discard, name="api-task-discard"),
     path("api/conversations", api.conversations, name="api-conversations"),
     path(
         "api/conversations/<int:conversation_id>",
