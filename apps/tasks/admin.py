@@ -17,7 +17,7 @@ admin.site.enable_nav_sidebar = False
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ("name", "root_dir", "share_evolution", "updated_at")
+    list_display = ("name", "root_dir", "base_branch", "share_evolution", "updated_at")
     search_fields = ("name", "root_dir")
     filter_horizontal = ("members",)
 
@@ -44,6 +44,8 @@ class TaskAdmin(ReadOnlyAdmin):
         "status",
         "mode",
         "workspace",
+        "branch",
+        "short_commit",
         "user",
         "cost_display",
         "created_at",
@@ -51,7 +53,7 @@ class TaskAdmin(ReadOnlyAdmin):
     list_display_links = ("id", "short_goal")
     list_filter = ("status", "mode", "workspace", "user", "created_at")
     date_hierarchy = "created_at"
-    search_fields = ("goal",)
+    search_fields = ("goal", "branch", "commit")
     list_select_related = ("workspace", "user")
     list_per_page = 50
     actions = ["cancel_tasks", "delete_selected"]
@@ -65,6 +67,10 @@ class TaskAdmin(ReadOnlyAdmin):
         "workspace",
         "user",
         "conversation",
+        "branch",
+        "commit",
+        "base_commit",
+        "worktree",
         "goal",
         "result",
         "error",
@@ -95,6 +101,10 @@ class TaskAdmin(ReadOnlyAdmin):
     @admin.display(description="goal")
     def short_goal(self, task):
         return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(60)
+
+    @admin.display(description="commit", ordering="commit")
+    def short_commit(self, task):
+        return task.commit[:10]
 
     @admin.display(description="cost", ordering="cost")
     def cost_display(self, task):

@@ -216,3 +216,19 @@ async def test_a_plain_directory_workspace_behaves_as_before(demo):
     assert "branch" not in detail and "commit" not in detail
     response = await sync_to_async(_post)(client, f"/api/tasks/{task.pk}/merge")
     assert response.status_code == 400 and response.json()["error"]["code"] == "no_branch"
+
+
+async def test_admin_shows_each_task_branch_and_commit(repo):
+    from django.contrib.auth import get_user_model
+
+    user, _, workspace = repo
+    task = await _run(user, workspace, "add ALPHA")
+    root = await sync_to_async(get_user_model().objects.create_superuser)(
+        "root", "root@example.org", "pw-123-root"
+    )
+    admin = Client()
+    await sync_to_async(admin.force_login)(root)
+    listing = (await sync_to_async(admin.get)("/admin/tasks/task/")).content.decode()
+    assert task.branch in listing and task.commit[:10] in listing
+    page = (await sync_to_async(admin.get)(f"/admin/tasks/task/{task.pk}/change/")).content
+    assert task.branch in page.decode() and task.commit in page.decode()
