@@ -1,0 +1,73 @@
+"""Housekeeping of task worktrees (issue 39): the reaper removes a finished task's worktree after
+`workspaces.worktree_ttl_days` (its branch stays); a dead run's task finds its worktree again
+(made again from its branch when the directory went); a workspace over `worktree_max_mb` gets
+no new worktree, and the task says why."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from apps.tasks.conf import agent_config
+from apps.tasks.models import Task
+from apps.tasks.reaper import expire_worktrees
+from apps.tasks.runner import run_task
+from apps.tasks.worktrees import task_worktree_ensure
+from tests.tasks.factories import make_task
+from tests.tasks.repos.support import config_text, git
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def _run(user, workspace, goal):
+    task = await sync_to_async(make_task)(user, workspace, goal=goal)
+    status = await run_task(task.pk)
+    return status, await sync_to_async(Task.objects.select_related("workspace", "user").get)(
+        pk=task.pk
+    )
+
+
+async def test_the_reaper_removes_worktrees_older_than_the_ttl_and_keeps_their_branches(repo):
+    user, _, workspace = repo
+    _, old = await _run(user, workspace, "add ALPHA")
+    _, fresh = await _run(user, workspace, "add BETA")
+    ended = timezone.now() - timedelta(days=agent_config().workspaces.worktree_ttl_days + 1)
+    await sync_to_async(Task.objects.filter(pk=old.pk).update)(finished_at=ended)
+    assert await sync_to_async(expire_worktrees)(force=True) == [old.pk]
+    assert not Path(old.worktree).exists() and Path(fresh.worktree).is_dir()
+    assert git(workspace.root_dir, "rev-parse", f"refs/heads/{old.branch}") == old.commit
+    assert (await sync_to_async(Task.objects.get)(pk=old.pk)).worktree == ""
+
+
+async def test_a_taken_over_task_finds_its_worktree_again(repo):
+    user, _, workspace = repo
+    _, task = await _run(user, workspace, "add ALPHA")
+    path = Path(task.worktree)
+    (path / "half-done.txt").write_text("left by the dead run\n")
+    again = await sync_to_async(task_worktree_ensure)(task, agent_config())
+    assert again == path and (path / "half-done.txt").exists()
+    shutil.rmtree(path)  # the directory went with the machine; the branch is in the repository
+    again = await sync_to_async(task_worktree_ensure)(task, agent_config())
+    assert again.is_dir() and (again / "alpha.py").read_text() == "ALPHA = 1\n"
+    assert git(again, "rev-parse", "--abbrev-ref", "HEAD") == task.branch
+
+
+async def test_a_workspace_over_its_disk_cap_gets_no_new_worktree(repo, config_file, tmp_path):
+    user, _, workspace = repo
+    _, first = await _run(user, workspace, "add ALPHA")
+    (Path(first.worktree) / "big.bin").write_bytes(b"\0" * (2 * 1024 * 1024))
+    config_file(
+        config_text(tmp_path).replace(
+            f"allowed_roots: [{tmp_path}]", f"allowed_roots: [{tmp_path}], worktree_max_mb: 1"
+        )
+    )
+    status, second = await _run(user, workspace, "add BETA")
+    assert status == "failed"
+    assert second.error["error_code"] == "disk_cap"
+    assert "workspaces.worktree_max_mb" in second.error["message"]
+    assert second.branch == "" and second.worktree == ""
