@@ -32,7 +32,7 @@ from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.models import Task
 from apps.tasks.recorder import EventRecorder
 from apps.tasks.routing import RUNNABLE_MODES
-from apps.tasks.worktrees import task_root
+from apps.tasks.worktrees import BranchSnapshots, task_root
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from apps.tools.builtin.repo_map import build_repo_map
@@ -227,4 +227,6 @@ def build_team(
         checkpoints=spec_checkpoints.DatabaseCheckpoints(task_id=task.pk),
         stage=spec_stage_for(task, config, gateway, commands=spec_commands),
         baseline=verifier.take_baseline if enabled else None,
+        # A repository task: its checkpoints are commits on its branch (worktrees.py).
+        snapshots=(lambda _task_id: BranchSnapshots(task, config)) if task.worktree else None,
     )

@@ -184,10 +184,11 @@ def committer_env(user) -> dict[str, str]:
     return {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
 
 
-def task_commit(task: Task, message: str, config) -> str | None:
+def task_commit(task: Task, message: str, config, user=None) -> str | None:
     """Blocking: commit what changed in the task's worktree on its branch (author agentkit,
-    committer the requesting user, trailer `Agentkit-Task: <id>`). Returns the new commit, or
-    None when nothing changed. `Task.commit` follows the branch's newest commit either way."""
+    committer the requesting user — `user`, else the task's — trailer `Agentkit-Task: <id>`).
+    Returns the new commit, or None when nothing changed. `Task.commit` follows the branch's
+    newest commit either way."""
     if not task.worktree or not Path(task.worktree).is_dir():
         return None
     path, timeout = task.worktree, timeout_of(config)
@@ -201,7 +202,7 @@ def task_commit(task: Task, message: str, config) -> str | None:
             ["commit", "--quiet", "--no-verify", "-F", "-"],
             path,
             timeout=timeout,
-            env=committer_env(task.user),
+            env=committer_env(user or task.user),
             input_text=body,
         )
         made = git.out(["rev-parse", "HEAD"], path, timeout=timeout)
@@ -260,3 +261,64 @@ def worktrees_expire(config, now=None) -> list[int]:
             continue
         done.append(task.pk)
     return done
+
+
+class BranchSnapshots:
+    """`@snapshot` of a Team task on a repository workspace (engine_build.build_team gives it
+    to the orchestrator): the checkpoint before a phase is a commit on the task's branch, made
+    with git on the host (the sandbox cannot write the repository's shared .git), and a failed
+    phase's rollback resets the worktree to it (files the phase added go too; ignored ones
+    stay)."""
+
+    def __init__(self, task: Task, config):
+        self.task, self.config = task, config
+
+    def available(self) -> bool:
+        return bool(self.task.worktree) and Path(self.task.worktree).is_dir()
+
+    def ref(self, phase_id: str) -> str:
+        return f"refs/heads/{self.task.branch}"
+
+    async def take(self, phase_id: str) -> str:
+        from asgiref.sync import sync_to_async
+
+        from apps.engine.team.rollback import SnapshotError
+
+        def checkpoint() -> str:
+            task_commit(
+                self.task, f"Checkpoint before phase {phase_id}: {self.task.goal}", self.config
+            )
+            return self.task.commit
+
+        try:
+            return await sync_to_async(checkpoint, thread_sensitive=False)()
+        except (git.GitError, OSError) as exc:
+            raise SnapshotError(
+                f"could not commit the checkpoint before phase {phase_id}: {exc}"
+            ) from None
+
+    async def restore(self, commit: str):
+        from asgiref.sync import sync_to_async
+
+        from apps.engine.team.rollback import CommandOutcome
+
+        timeout = timeout_of(self.config)
+
+        def reset() -> CommandOutcome:
+            started = timezone.now()
+            try:
+                git.run(["reset", "--hard", "--quiet", commit], self.task.worktree, timeout=timeout)
+                git.run(["clean", "-fdq"], self.task.worktree, timeout=timeout)
+            except git.GitError as exc:
+                return CommandOutcome("@snapshot", False, exc.code or -1, str(exc))
+            head = git.out(["rev-parse", "HEAD"], self.task.worktree, timeout=timeout)
+            Task.objects.filter(
+                workspace_id=self.task.workspace_id, branch=self.task.branch
+            ).update(commit=head)
+            self.task.commit = head
+            seconds = (timezone.now() - started).total_seconds()
+            return CommandOutcome(
+                "@snapshot", True, 0, f"reset {self.task.branch} to {commit[:10]}", duration=seconds
+            )
+
+        return await sync_to_async(reset, thread_sensitive=False)()
