@@ -38,6 +38,21 @@ log = logging.getLogger(__name__)
 
 BRANCH_PREFIX = "agentkit/"
 TRAILER = "Agentkit-Task"
+# What a run leaves behind that is never part of its work (the repository's own .gitignore
+# applies too): caches of the tools and tests it ran.
+NOT_COMMITTED = (
+    "__pycache__",
+    "*.pyc",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".mypy_cache",
+    ".venv",
+)
+PATHSPEC = (
+    ".",
+    *(f":(exclude,glob)**/{name}" for name in NOT_COMMITTED),
+    *(f":(exclude,glob)**/{name}/**" for name in NOT_COMMITTED),
+)
 
 
 class WorktreeRefused(Exception):
@@ -192,7 +207,7 @@ def task_commit(task: Task, message: str, config, user=None) -> str | None:
     if not task.worktree or not Path(task.worktree).is_dir():
         return None
     path, timeout = task.worktree, timeout_of(config)
-    git.run(["add", "-A"], path, timeout=timeout)
+    git.run(["add", "-A", "--", *PATHSPEC], path, timeout=timeout)
     changed = not git.run(["diff", "--cached", "--quiet"], path, check=False, timeout=timeout).ok
     made = None
     if changed:

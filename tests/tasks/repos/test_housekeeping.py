@@ -71,3 +71,18 @@ async def test_a_workspace_over_its_disk_cap_gets_no_new_worktree(repo, config_f
     assert second.error["error_code"] == "disk_cap"
     assert "workspaces.worktree_max_mb" in second.error["message"]
     assert second.branch == "" and second.worktree == ""
+
+
+async def test_tool_caches_left_in_the_worktree_are_not_committed(repo):
+    from apps.tasks.worktrees import task_commit
+
+    user, _, workspace = repo
+    _, task = await _run(user, workspace, "add ALPHA")
+    worktree = Path(task.worktree)
+    (worktree / "__pycache__").mkdir()
+    (worktree / "__pycache__" / "alpha.cpython-311.pyc").write_bytes(b"\0")
+    (worktree / ".pytest_cache").mkdir()
+    (worktree / ".pytest_cache" / "README.md").write_text("cache\n")
+    (worktree / "gamma.py").write_text("GAMMA = 3\n")
+    made = await sync_to_async(task_commit)(task, "add gamma", agent_config())
+    assert git(worktree, "show", "--name-only", "--format=", made) == "gamma.py"
