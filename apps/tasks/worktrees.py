@@ -206,6 +206,11 @@ def task_commit(task: Task, message: str, config, user=None) -> str | None:
     newest commit either way."""
     if not task.worktree or not Path(task.worktree).is_dir():
         return None
+    with repository_lock(task.workspace.root_dir):  # a Team checkpoint and a phase's commit
+        return _commit(task, message, config, user)
+
+
+def _commit(task: Task, message: str, config, user) -> str | None:
     path, timeout = task.worktree, timeout_of(config)
     git.run(["add", "-A", "--", *PATHSPEC], path, timeout=timeout)
     changed = not git.run(["diff", "--cached", "--quiet"], path, check=False, timeout=timeout).ok

@@ -86,3 +86,12 @@ async def test_tool_caches_left_in_the_worktree_are_not_committed(repo):
     (worktree / "gamma.py").write_text("GAMMA = 3\n")
     made = await sync_to_async(task_commit)(task, "add gamma", agent_config())
     assert git(worktree, "show", "--name-only", "--format=", made) == "gamma.py"
+
+
+async def test_deleting_a_task_removes_its_worktree_and_keeps_its_branch(repo):
+    user, client, workspace = repo
+    _, task = await _run(user, workspace, "add ALPHA")
+    response = await sync_to_async(client.delete)(f"/api/tasks/{task.pk}")
+    assert response.status_code == 200
+    assert not Path(task.worktree).exists()
+    assert git(workspace.root_dir, "rev-parse", f"refs/heads/{task.branch}") == task.commit
