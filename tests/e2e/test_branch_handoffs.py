@@ -35,7 +35,7 @@ def repo_server(tmp_path_factory):
         )
     )
     with agentkit_server(tmp, AGENTKIT_CONFIG=str(config)) as server:
-        server.checkout = checkout
+        server.checkout, server.remote = checkout, remote
         yield server
 
 
@@ -96,3 +96,18 @@ def test_the_branch_its_commits_and_the_hand_offs_merge_and_a_refused_merge(
     expect(task.locator("[data-role=conflict-files] li")).to_have_text(["notes.txt"])
     assert git(repo_server.checkout, "rev-parse", "main") == before
     page.screenshot(path=str(artifacts / "chat-branch-merge-refused.png"), full_page=True)
+
+
+def test_a_repository_is_cloned_from_the_workspaces_panel(page: Page, repo_server):
+    log_in(page, repo_server)
+    page.locator("summary", has_text="Workspaces").click()
+    form = page.locator("#ws-clone")
+    form.get_by_label("Name").fill("cloned")
+    form.get_by_label("URL").fill(f"file://{repo_server.remote}")
+    form.get_by_role("button", name="Clone").click()
+    expect(page.locator("#ws-status")).to_contain_text("Base branch: main.")
+    expect(page.locator("#workspace option:checked")).to_have_text("cloned")
+    form.get_by_label("Name").fill("nope")
+    form.get_by_label("URL").fill("git://example.org/r.git")
+    form.get_by_role("button", name="Clone").click()
+    expect(page.locator("#ws-status")).to_contain_text("must be an https://")
