@@ -44,8 +44,6 @@ class TaskAdmin(ReadOnlyAdmin):
         "status",
         "mode",
         "workspace",
-        "branch",
-        "short_commit",
         "user",
         "cost_display",
         "created_at",
@@ -101,10 +99,6 @@ class TaskAdmin(ReadOnlyAdmin):
     @admin.display(description="goal")
     def short_goal(self, task):
         return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(60)
-
-    @admin.display(description="commit", ordering="commit")
-    def short_commit(self, task):
-        return task.commit[:10]
 
     @admin.display(description="cost", ordering="cost")
     def cost_display(self, task):
