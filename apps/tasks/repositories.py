@@ -5,7 +5,8 @@ branch recorded. Registered from a git work tree under `workspaces.allowed_roots
 
 Clone URLs are a trust boundary: `file://` only under `workspaces.allowed_roots`, `https://` and
 `ssh://` (or `user@host:path`); nothing else (no `ext::`, no `git://`, no bare local paths, no
-option-like values). A URL carrying a password is refused: credentials are set by admins as the
+option-like values). A URL carrying a password (or, but for ssh's user name, any userinfo: a
+token is often given as the user name) is refused: credentials are set by admins as the
 name of an environment variable (`Workspace.push_credential_env`), never typed into a URL that
 would be stored. Every git message that reaches the user is redacted (git.py).
 """
@@ -57,9 +58,9 @@ def check_clone_url(url: object, allowed_roots: list[str]) -> str:
             "'git_url' must be an https://, ssh:// (or user@host:path) or file:// URL",
             "invalid_field",
         )
-    if parts.password is not None:
+    if parts.password is not None or (parts.scheme != "ssh" and parts.username is not None):
         raise _refuse(
-            "'git_url' carries a password: give the URL without it; an admin sets the "
+            "'git_url' carries credentials: give the URL without them; an admin sets the "
             "credential as an environment variable (the workspace's push credential)",
             "invalid_field",
         )

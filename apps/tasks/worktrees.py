@@ -210,10 +210,35 @@ def task_commit(task: Task, message: str, config, user=None) -> str | None:
         return _commit(task, message, config, user)
 
 
+def worktree_env(task: Task, timeout: float) -> dict[str, str]:
+    """GIT_DIR and GIT_WORK_TREE for host-side git in a task's worktree. The worktree is the
+    model's to write, its `.git` file included: git on the host never follows that file (a
+    `.git` pointing at a directory of the model's making would bring its own configuration, and
+    a filter driver there would run on the host); it uses the repository's own administrative
+    directory of the worktree, checked to belong to it."""
+    common = git.out(
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        task.workspace.root_dir,
+        timeout=timeout,
+    )
+    path = Path(task.worktree)
+    admin = Path(common) / "worktrees" / path.name
+    try:
+        points_at = Path((admin / "gitdir").read_text().strip())
+    except OSError:
+        points_at = None
+    if points_at is None or points_at.parent.resolve() != path.resolve():
+        raise git.GitError(f"{path.name} is not a worktree of the workspace's repository")
+    return {"GIT_DIR": str(admin), "GIT_WORK_TREE": str(path)}
+
+
 def _commit(task: Task, message: str, config, user) -> str | None:
     path, timeout = task.worktree, timeout_of(config)
-    git.run(["add", "-A", "--", *PATHSPEC], path, timeout=timeout)
-    changed = not git.run(["diff", "--cached", "--quiet"], path, check=False, timeout=timeout).ok
+    env = worktree_env(task, timeout)
+    git.run(["add", "-A", "--", *PATHSPEC], path, timeout=timeout, env=env)
+    changed = not git.run(
+        ["diff", "--cached", "--quiet"], path, check=False, timeout=timeout, env=env
+    ).ok
     made = None
     if changed:
         title = " ".join(message.split())[:72] or f"agentkit task {task.pk}"
@@ -222,11 +247,11 @@ def _commit(task: Task, message: str, config, user) -> str | None:
             ["commit", "--quiet", "--no-verify", "-F", "-"],
             path,
             timeout=timeout,
-            env=committer_env(user or task.user),
+            env={**env, **committer_env(user or task.user)},
             input_text=body,
         )
-        made = git.out(["rev-parse", "HEAD"], path, timeout=timeout)
-    head = git.out(["rev-parse", "HEAD"], path, timeout=timeout)
+        made = git.out(["rev-parse", "HEAD"], path, timeout=timeout, env=env)
+    head = git.out(["rev-parse", "HEAD"], path, timeout=timeout, env=env)
     Task.objects.filter(branch=task.branch, workspace_id=task.workspace_id).exclude(
         commit=head
     ).filter(pk__gte=task.pk).update(commit=head)
@@ -327,11 +352,13 @@ class BranchSnapshots:
         def reset() -> CommandOutcome:
             started = timezone.now()
             try:
-                git.run(["reset", "--hard", "--quiet", commit], self.task.worktree, timeout=timeout)
-                git.run(["clean", "-fdq"], self.task.worktree, timeout=timeout)
+                env = worktree_env(self.task, timeout)
+                where = self.task.worktree
+                git.run(["reset", "--hard", "--quiet", commit], where, timeout=timeout, env=env)
+                git.run(["clean", "-fdq"], where, timeout=timeout, env=env)
+                head = git.out(["rev-parse", "HEAD"], where, timeout=timeout, env=env)
             except git.GitError as exc:
                 return CommandOutcome("@snapshot", False, exc.code or -1, str(exc))
-            head = git.out(["rev-parse", "HEAD"], self.task.worktree, timeout=timeout)
             Task.objects.filter(
                 workspace_id=self.task.workspace_id, branch=self.task.branch
             ).update(commit=head)

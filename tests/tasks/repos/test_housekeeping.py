@@ -95,3 +95,27 @@ async def test_deleting_a_task_removes_its_worktree_and_keeps_its_branch(repo):
     assert response.status_code == 200
     assert not Path(task.worktree).exists()
     assert git(workspace.root_dir, "rev-parse", f"refs/heads/{task.branch}") == task.commit
+
+
+async def test_host_git_never_follows_a_dot_git_file_the_model_rewrote(repo, tmp_path):
+    """The worktree is the model's to write, `.git` included: a `.git` pointing at a repository
+    of its making, whose config defines a filter that `git add` would run on the host."""
+    from apps.tasks.worktrees import task_commit
+
+    user, _, workspace = repo
+    _, task = await _run(user, workspace, "add ALPHA")
+    worktree = Path(task.worktree)
+    evil = worktree / "evil.git"
+    git(tmp_path, "init", "-q", "--bare", str(evil))
+    proof = tmp_path / "filter-ran"
+    with open(evil / "config", "a") as config:
+        config.write(f'[filter "x"]\n\tclean = "touch {proof}; cat"\n')
+    (worktree / ".git").write_text(f"gitdir: {evil}\n")
+    (worktree / ".gitattributes").write_text("* filter=x\n")
+    (worktree / "gamma.py").write_text("GAMMA = 3\n")
+    made = await sync_to_async(task_commit)(task, "add gamma", agent_config())
+    assert not proof.exists()
+    assert made is not None
+    shown = git(workspace.root_dir, "show", "--name-only", "--format=", made).split()
+    assert "gamma.py" in shown
+    assert git(workspace.root_dir, "rev-parse", f"refs/heads/{task.branch}") == made

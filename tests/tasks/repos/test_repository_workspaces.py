@@ -56,6 +56,7 @@ def test_a_clone_records_its_base_branch_and_is_listed_as_a_repository(client, r
         ("/srv/some/path", "invalid_field"),
         ("--upload-pack=touch /tmp/x", "invalid_field"),
         ("https://bob:hunter2@example.org/r.git", "invalid_field"),
+        ("https://hunter2@example.org/r.git", "invalid_field"),
     ],
 )
 def test_clone_urls_outside_the_trust_boundary_are_refused(client, url, code, tmp_path):
