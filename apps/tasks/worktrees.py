@@ -114,20 +114,27 @@ def disk_used_mb(workspace: Workspace) -> float:
     return total / (1024 * 1024)
 
 
-def _continued(task: Task) -> Task | None:
-    """The conversation's earlier turn whose worktree this turn continues."""
+def _continued(task: Task, root: str, timeout: float) -> Task | None:
+    """The conversation's latest earlier turn with a branch, when this turn continues it: its
+    branch still exists (not discarded) and is not merged into the base yet."""
     if task.conversation_id is None:
         return None
     earlier = (
         Task.objects.filter(conversation_id=task.conversation_id, pk__lt=task.pk)
         .exclude(branch="")
-        .exclude(worktree="")
         .order_by("-pk")
         .first()
     )
-    if earlier is None or not Path(earlier.worktree).is_dir():
+    if earlier is None or not _exists(root, f"refs/heads/{earlier.branch}", timeout):
         return None
-    return earlier
+    base = f"refs/heads/{task.workspace.base_branch}"
+    merged = git.run(
+        ["merge-base", "--is-ancestor", f"refs/heads/{earlier.branch}", base],
+        root,
+        check=False,
+        timeout=timeout,
+    ).ok
+    return None if merged else earlier
 
 
 def task_worktree_ensure(task: Task, config) -> Path:
@@ -149,9 +156,19 @@ def task_worktree_ensure(task: Task, config) -> Path:
                 )
                 _store(task, task.branch, task.base_commit, path, root, timeout)
                 return path
-            earlier = _continued(task)
+            earlier = _continued(task, root, timeout)
             if earlier is not None:  # a follow-up turn: the same branch, the same worktree
-                path = Path(earlier.worktree)
+                if earlier.worktree and Path(earlier.worktree).is_dir():
+                    path = Path(earlier.worktree)
+                else:  # its worktree expired or was removed: made again from the branch
+                    path = worktrees_dir(workspace) / f"{task.pk}-{slug(task.goal)}"
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    git.run(["worktree", "prune"], root, timeout=timeout)
+                    git.run(
+                        ["worktree", "add", "--quiet", str(path), earlier.branch],
+                        root,
+                        timeout=timeout,
+                    )
                 _store(task, earlier.branch, earlier.base_commit, path, root, timeout)
                 return path
             cap = config.workspaces.worktree_max_mb

@@ -119,3 +119,29 @@ async def test_host_git_never_follows_a_dot_git_file_the_model_rewrote(repo, tmp
     shown = git(workspace.root_dir, "show", "--name-only", "--format=", made).split()
     assert "gamma.py" in shown
     assert git(workspace.root_dir, "rev-parse", f"refs/heads/{task.branch}") == made
+
+
+async def test_a_follow_up_continues_an_expired_branch_and_starts_anew_after_a_merge(repo):
+    from apps.tasks.models import Conversation
+    from apps.tasks.worktrees import worktree_remove
+
+    user, client, workspace = repo
+    thread = await sync_to_async(Conversation.objects.create)(user=user, workspace=workspace)
+
+    async def turn(goal):
+        task = await sync_to_async(make_task)(user, workspace, goal=goal, conversation=thread)
+        assert await run_task(task.pk) == "completed"
+        return await sync_to_async(Task.objects.select_related("workspace").get)(pk=task.pk)
+
+    first = await turn("add ALPHA")
+    await sync_to_async(worktree_remove)(first, agent_config())  # as the reaper's expiry does
+    second = await turn("add BETA")
+    assert second.branch == first.branch and Path(second.worktree).is_dir()
+    assert (Path(second.worktree) / "alpha.py").exists()  # the branch's earlier work is there
+    merged = await sync_to_async(client.post)(
+        f"/api/tasks/{second.pk}/merge", {}, content_type="application/json"
+    )
+    assert merged.status_code == 200
+    third = await turn("reword the NOTES")
+    assert third.branch != first.branch and third.branch.startswith(f"agentkit/{third.pk}-")
+    assert third.base_commit == git(workspace.root_dir, "rev-parse", "refs/heads/main")
