@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 from functools import wraps
 
-from django.conf import settings
 from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.tasks import changes, executors, selectors, services
-from apps.tasks import workspaces as workspace_services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
 
@@ -246,44 +244,6 @@ def task_cancel(request, task_id: int):
     return JsonResponse({"id": task.pk, "status": task.status, "cancel_requested": requested})
 
 
-@api_view(("GET", "POST"))
-def workspaces(request):
-    if request.method == "POST":  # {"name", "directory"}: a directory under allowed_roots
-        body = _json_body(request)
-        if body.get("git_url") is not None:  # {"name", "git_url", "branch"?}: a clone
-            ws = workspace_services.workspace_create_from_git(
-                user=request.user,
-                name=body.get("name"),
-                git_url=body.get("git_url"),
-                branch=body.get("branch"),
-                config=agent_config(),
-                workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
-            )
-            return JsonResponse(workspace_payload(ws), status=201)
-        ws = workspace_services.workspace_create_from_directory(
-            user=request.user,
-            name=body.get("name"),
-            directory=body.get("directory"),
-            config=agent_config(),
-        )
-        return JsonResponse(workspace_payload(ws), status=201)
-    return JsonResponse(
-        {
-            "workspaces": [
-                workspace_payload(ws) for ws in selectors.workspaces_for_user(user=request.user)
-            ]
-        }
-    )
-
-
-def workspace_payload(ws) -> dict:
-    """{"id", "name"}, and for a repository workspace its `base_branch` (and `git_url`)."""
-    payload = {"id": ws.pk, "name": ws.name}
-    if ws.base_branch:
-        payload |= {"repository": True, "base_branch": ws.base_branch, "git_url": ws.git_url}
-    return payload
-
-
 @api_view(("GET",))
 def task_changes(request, task_id: int):
     task = selectors.task_for_user(user=request.user, task_id=task_id)
@@ -308,36 +268,6 @@ def task_revert(request, task_id: int):
         raise ApplicationError("'path' must be a string", {"error_code": "invalid_field"})
     reverted = changes.task_revert(user=request.user, task=task, path=path)
     return JsonResponse({"id": task.pk, "reverted": reverted})
-
-
-@api_view(("POST",))
-def workspace_upload(request):
-    """multipart/form-data: name, archive (.zip or .tar.gz)."""
-    archive = request.FILES.get("archive")
-    if archive is None:
-        raise ApplicationError(
-            "attach the archive as the form field 'archive'", {"error_code": "missing_field"}
-        )
-    ws = workspace_services.workspace_create_from_archive(
-        user=request.user,
-        name=request.POST.get("name"),
-        filename=archive.name or "",
-        size=archive.size or 0,
-        chunks=archive.chunks(),
-        config=agent_config(),
-        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
-    )
-    return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
-
-
-@api_view(("POST",))
-def workspace_reset_demo(request):
-    ws = workspace_services.workspace_reset_demo(
-        user=request.user,
-        demo_source=settings.AGENTKIT_DEMO_SOURCE,
-        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
-    )
-    return JsonResponse({"id": ws.pk, "name": ws.name, "reset": True})
 
 
 def conversation_payload(conversation) -> dict:

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from apps.dashboard.views import evaluation_page, evaluations_page
-from apps.tasks import api, api_branches, views
+from apps.tasks import api, api_branches, api_workspaces, views
 
 urlpatterns = [
     path("", views.chat_page, name="chat"),
@@ -27,7 +27,11 @@ urlpatterns = [
         api.conversation_detail,
         name="api-conversation",
     ),
-    path("api/workspaces", api.workspaces, name="api-workspaces"),
-    path("api/workspaces/upload", api.workspace_upload, name="api-workspace-upload"),
-    path("api/workspaces/demo/reset", api.workspace_reset_demo, name="api-workspace-reset-demo"),
+    path("api/workspaces", api_workspaces.workspaces, name="api-workspaces"),
+    path("api/workspaces/upload", api_workspaces.workspace_upload, name="api-workspace-upload"),
+    path(
+        "api/workspaces/demo/reset",
+        api_workspaces.workspace_reset_demo,
+        name="api-workspace-reset-demo",
+    ),
 ]
