@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +165,6 @@ def credential_env(url: str, env_name: str) -> tuple[dict[str, str], tuple[str, 
             },
             (value, basic),
         )
-    key = value
+    key = shlex.quote(value)
     ssh = f"ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o IdentitiesOnly=yes -i {key}"
     return {"GIT_SSH_COMMAND": ssh}, (value,)

@@ -102,3 +102,28 @@ def test_credentials_never_survive_in_git_messages():
     cleaned = redact(text, ("s3cret-token",))
     assert "s3cret" not in cleaned and "bob" not in cleaned
     assert "https://***@example.org/r.git" in cleaned
+
+
+def test_ssh_and_https_urls_pass_the_check():
+    from apps.tasks.repositories import check_clone_url
+
+    for url in (
+        "git@github.com:team/app.git",
+        "ssh://git@example.org:2222/team/app.git",
+        "https://example.org/team/app.git",
+    ):
+        assert check_clone_url(url, []) == url
+
+
+def test_the_push_credential_goes_through_git_s_environment_and_is_redacted(monkeypatch):
+    from apps.tasks.git import credential_env
+
+    monkeypatch.setenv("AGENTKIT_TEST_PUSH_TOKEN", "tok-123456")
+    env, secrets = credential_env("https://example.org/r.git", "AGENTKIT_TEST_PUSH_TOKEN")
+    assert env["GIT_CONFIG_KEY_0"] == "http.extraHeader"
+    assert env["GIT_CONFIG_VALUE_0"].startswith("Authorization: Basic ")
+    assert "tok-123456" in secrets
+    assert redact(f"denied for {env['GIT_CONFIG_VALUE_0']} tok-123456", secrets).count("***") == 2
+    ssh_env, _ = credential_env("git@example.org:r.git", "AGENTKIT_TEST_PUSH_TOKEN")
+    assert "-i tok-123456" in ssh_env["GIT_SSH_COMMAND"]
+    assert credential_env("https://example.org/r.git", "AGENTKIT_UNSET_VARIABLE") == ({}, ())
