@@ -70,6 +70,9 @@ def test_the_branch_its_commits_and_the_hand_offs_merge_and_a_refused_merge(
 
     task = _run(page, "add ALPHA")
     task_id = task.get_attribute("data-task-id")
+    expect(task.locator("[data-role=branch]").first).to_contain_text(
+        f"agentkit/{task_id}-add-alpha @ "
+    )
     box = task.locator("[data-role=branch]")
     expect(box.locator("[data-role=branch-name]")).to_have_text(f"agentkit/{task_id}-add-alpha")
     expect(box.locator("[data-role=branch-commits] li")).to_have_count(1)
