@@ -85,18 +85,17 @@ def lease_key(task: Task) -> str:
     return f"workspace:{task.workspace_id}:branch:{task.conversation_id or f't{task.pk}'}"
 
 
-def _key_of(task_id: int, key: str | None) -> tuple[str, Task | None]:
+def _key_of(task_id: int, key: str | None) -> str:
     if key is not None:
-        return key, None
-    task = Task.objects.select_related("workspace").get(pk=task_id)
-    return lease_key(task), task
+        return key
+    return lease_key(Task.objects.select_related("workspace").get(pk=task_id))
 
 
 def lease_acquire(*, task_id: int, workspace_id: int, key: str | None = None) -> Waiting | None:
     """Blocking. Take the lease of the task's tree (`key`; None: lease_key(task)) for the task
     (None), or say whom it waits for. Reads first: a run that must wait (most asks, while
     several wait) takes no write lock."""
-    key, _ = _key_of(task_id, key)
+    key = _key_of(task_id, key)
     waiting = _blocked(task_id, workspace_id, key)
     if waiting is not None:
         return waiting
