@@ -20,6 +20,7 @@ worktree is refused while the workspace's worktrees use more than `workspaces.wo
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import logging
 import os
 import re
@@ -85,9 +86,10 @@ def task_root(task: Task) -> Path:
 def repository_lock(root: Path | str):
     """One git writer on a repository's shared refs at a time (worktree add, merge), across
     threads and processes of this machine."""
-    git_dir = Path(root) / ".git"
-    lock_path = git_dir / "agentkit.lock" if git_dir.is_dir() else Path(root) / ".agentkit.lock"
-    with open(lock_path, "a") as handle:
+    locks = Path(settings.AGENTKIT_WORKSPACES_DIR) / "worktrees" / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:32]
+    with open(locks / f"{name}.lock", "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
