@@ -183,6 +183,15 @@ TARGETS: tuple[Target, ...] = (
         source="issue 17",
     ),
     Target(
+        "repo_branches",
+        "8 tasks on one repository, 4 at a time, own branches vs one writer per workspace",
+        "speedup_branches_vs_one_writer",
+        ">=",
+        3.0,
+        "×",
+        source="issue 39",
+    ),
+    Target(
         "humaneval",
         "HumanEval 164 × react, plan_exec with the oracle at concurrency 8: wall time",
         "wall_seconds",

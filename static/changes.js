@@ -1,6 +1,9 @@
 // The "Changes" panel of a task: every file it created or edited, with the diff (unified on
 // narrow screens, side by side on wide ones), and Revert per file or for the whole task, each
 // after a confirmation. The server (GET /api/tasks/<id>/changes, POST .../revert) does the work.
+// A task on a repository workspace also shows its branch (base...branch: files, +/−, the diff,
+// its commits) with its hand-offs: Download patch, Merge, Push, Discard (docs/repositories.md);
+// a refused hand-off says why (and names the conflicting files).
 (function () {
   "use strict";
   const el = window.agentkitEl;
@@ -49,6 +52,7 @@
       panel.replaceChildren(el("p", { class: "error", role: "alert", text: "Could not load the changes: " + err.message }));
       return;
     }
+    const branchBox = data.branch ? branchSection(view, panel, data.branch) : null;
     const status = el("p", { class: "hint", role: "status", "data-role": "revert-status" });
     // What is left: the files whose changes are still there; reverted ones are listed apart.
     const left = data.files.filter((f) => f.state !== "reverted").length;
@@ -61,7 +65,7 @@
       all.addEventListener("click", () => revert(view, panel, null, status));
       head.append(all);
     }
-    panel.replaceChildren(head, status);
+    panel.replaceChildren(...(branchBox ? [branchBox] : []), head, status);
     for (const f of data.files) {
       const fileHead = el("div", { class: "change-file-head" },
         el("code", { class: "change-path", text: f.path }),
@@ -75,6 +79,72 @@
       if (f.state === "reverted") body = el("details", { class: "reverted-diff" }, el("summary", { text: "the reverted change" }), body);
       panel.append(el("section", { class: "change-file", "data-path": f.path, "data-state": f.state }, fileHead, f.note ? el("p", { class: "hint", "data-role": "change-note", text: f.note }) : null, body));
     }
+  }
+
+  const HANDOFFS = {
+    merge: (b) => "Merge " + b.branch + " into " + b.base + "?",
+    push: (b) => "Push " + b.branch + " to the workspace's remote?",
+    discard: (b) => "Delete " + b.branch + " and its worktree? Its commits are lost unless pushed or merged.",
+  };
+  const DONE = {
+    merge: (d) => "Merged into " + d.base + " (" + d.merged + ", " + String(d.commit).slice(0, 10) + ")",
+    push: (d) => "Pushed " + d.pushed + " to " + d.remote,
+    discard: (d) => "Discarded " + d.discarded,
+  };
+
+  function branchSection(view, panel, b) {
+    const box = el("section", { class: "branch-box", "data-role": "branch", "data-branch": b.branch });
+    const counts = b.files.reduce((acc, f) => [acc[0] + f.additions, acc[1] + f.deletions], [0, 0]);
+    box.append(el("div", { class: "changes-head" },
+      el("h4", {}, "Branch ", el("code", { "data-role": "branch-name", text: b.branch }), " from ", el("code", { text: b.base })),
+      el("span", { class: "hint", "data-role": "branch-stat", text: b.files.length + " file" + (b.files.length === 1 ? "" : "s") + " · +" + counts[0] + " −" + counts[1] })));
+    const note = el("p", { class: "hint", role: "status", "data-role": "handoff-status" });
+    if (!b.exists) {
+      box.append(el("p", { class: "hint", "data-role": "branch-gone", text: "The branch was discarded." }));
+      return box;
+    }
+    const actions = el("div", { class: "branch-actions" },
+      el("a", { class: "button secondary", "data-role": "download-patch", href: "/api/tasks/" + view.id + "/patch", download: "task-" + view.id + ".patch", text: "Download patch" }));
+    for (const action of ["merge", "push", "discard"]) {
+      const button = el("button", { type: "button", class: action === "discard" ? "danger" : "secondary", "data-role": "handoff-" + action, text: action[0].toUpperCase() + action.slice(1) });
+      button.addEventListener("click", () => handoff(view, panel, action, b, note));
+      actions.append(button);
+    }
+    box.append(actions, note);
+    const commits = el("ol", { class: "branch-commits", "data-role": "branch-commits" });
+    for (const c of b.commits) {
+      commits.append(el("li", { "data-sha": c.sha }, el("code", { text: c.sha.slice(0, 10) }), " " + c.subject + " ", el("span", { class: "hint", text: "by " + c.author + ", committed by " + c.committer })));
+    }
+    box.append(b.commits.length ? commits : el("p", { class: "hint", "data-role": "branch-commits", text: b.merged ? "Every commit of this branch is in " + b.base + "." : "No commits yet." }));
+    const files = el("ul", { class: "branch-files", "data-role": "branch-files" });
+    for (const f of b.files) files.append(el("li", {}, el("code", { text: f.path }), el("span", { class: "add", text: " +" + f.additions }), el("span", { class: "del", text: " −" + f.deletions })));
+    if (b.files.length) box.append(files, el("details", { class: "branch-diff" }, el("summary", { text: "the diff " + b.base + "..." + b.branch }), el("div", { class: "diff-unified" }, window.agentkitDiffView(b.diff))));
+    return box;
+  }
+
+  async function handoff(view, panel, action, b, note) {
+    if (!confirm(HANDOFFS[action](b))) return;
+    note.textContent = "Working…";
+    let data;
+    try {
+      const resp = await fetch("/api/tasks/" + view.id + "/" + action, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": window.agentkitCsrf() }, body: "{}",
+      });
+      data = await resp.json().catch(() => ({}));
+      if (!resp.ok) {
+        const e = data.error || {};
+        note.replaceChildren(el("span", { class: "error", role: "alert", "data-role": "handoff-refused", "data-code": e.code || "", text: "Not done: " + (e.message || "HTTP " + resp.status) }));
+        if (e.files && e.files.length) note.append(el("ul", { "data-role": "conflict-files" }, ...e.files.map((f) => el("li", {}, el("code", { text: f })))));
+        return;
+      }
+    } catch (err) {
+      note.textContent = "Not done: " + err.message;
+      return;
+    }
+    await load(view, panel);
+    const fresh = panel.querySelector("[data-role=handoff-status]");
+    if (fresh) fresh.textContent = DONE[action](data);
   }
 
   async function revert(view, panel, path, status) {

@@ -96,7 +96,8 @@
         el("span", { "data-role": "elapsed" }),
         el("span", { "data-role": "tokens" }),
         el("span", { "data-role": "cache" }),
-        el("span", { "data-role": "cost" })));
+        el("span", { "data-role": "cost" }),
+        el("span", { "data-role": "branch", title: "the task's branch and its newest commit (repository workspaces)" })));
     header.querySelector("[data-role=stop]").addEventListener("click", (e) => { e.target.disabled = true; e.target.textContent = "Stopping…"; chat.send({ type: "cancel", task_id: taskId }); });
     header.querySelector("[data-role=delete]").addEventListener("click", () => deleteTask(taskId));
     header.querySelector("[data-role=changes]").addEventListener("click", () => window.agentkitChanges && window.agentkitChanges.toggle(view));
@@ -139,7 +140,22 @@
     // A finished turn's tool cards fold away: the thread reads as questions and answers.
     if (finished) view.body.querySelectorAll(":scope > details.tool-card[open]").forEach((d) => { d.open = false; });
     view.root.querySelector("[data-role=delete]").hidden = !finished || view.owner === false;
-    view.root.querySelector("[data-role=changes]").hidden = !(finished && view.editedFiles);
+    view.root.querySelector("[data-role=changes]").hidden = !(finished && (view.editedFiles || view.branch));
+    if (finished && !view.branchAsked && WRITING_MODES.includes(view.mode)) loadBranch(view);
+  }
+
+  // A task on a repository workspace works on its own branch (docs/repositories.md): once it
+  // finishes, its header names the branch and commit, and Changes offers its hand-offs.
+  const WRITING_MODES = ["react", "plan_exec", "team_collab"];
+  async function loadBranch(view) {
+    view.branchAsked = true;
+    const resp = await fetch("/api/tasks/" + view.id, { credentials: "same-origin" }).catch(() => null);
+    if (!resp || !resp.ok) return;
+    const data = await resp.json().catch(() => ({}));
+    if (!data.branch) return;
+    view.branch = data.branch;
+    meta(view, "branch", "⎇ " + data.branch + (data.commit ? " @ " + data.commit.slice(0, 7) : ""));
+    view.root.querySelector("[data-role=changes]").hidden = false;
   }
 
   function showUsage(view, usage, cost) {

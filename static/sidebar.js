@@ -175,6 +175,14 @@
     const ws = await post("/api/workspaces", { name: fromDir.elements.name.value, directory: fromDir.elements.directory.value });
     if (ws) { addWorkspace(ws); fromDir.reset(); }
   });
+  const clone = $("#ws-clone");  // a repository workspace (docs/repositories.md)
+  if (clone) clone.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { name: clone.elements.name.value, git_url: clone.elements.git_url.value };
+    if (clone.elements.branch.value.trim()) body.branch = clone.elements.branch.value.trim();
+    const ws = await post("/api/workspaces", body);
+    if (ws) { addWorkspace(ws); clone.reset(); status.textContent += " Base branch: " + ws.base_branch + "."; }
+  });
   const upload = $("#ws-upload");
   if (upload) upload.addEventListener("submit", async (e) => {
     e.preventDefault();

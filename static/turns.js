@@ -30,6 +30,7 @@
       view.waitingFor = ev.data.waiting_for || null;
       view.waitedFor = view.waitingFor || view.waitedFor;
       view.noticed = true;  // the notice below has the Cancel button (the header's hides)
+      if (ev.data.mode) view.mode = ev.data.mode;
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode);
       setStatus(view, "queued");
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
@@ -62,6 +63,7 @@
       setStatus(view, "running");
       view.startedAt = Date.parse(ev.ts) || Date.now();
       if (ev.data.goal && !view.goalShown) { view.body.append(el("div", { class: "bubble user", text: ev.data.goal })); view.goalShown = true; }
+      if (ev.data.mode) view.mode = ev.data.mode;
       if (ev.data.mode) view.root.querySelector(".task-title").textContent = "Task #" + ev.task_id + " · " + chat.modeLabel(ev.data.mode) + (ev.data.skill ? " · " + ev.data.skill : "");
       if (ev.data.model) meta(view, "model", ev.data.model + (providers[ev.data.model] ? " (" + providers[ev.data.model] + ")" : ""));
       chat.conversations.started(ev);  // issue 13

@@ -17,7 +17,7 @@ admin.site.enable_nav_sidebar = False
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ("name", "root_dir", "share_evolution", "updated_at")
+    list_display = ("name", "root_dir", "base_branch", "share_evolution", "updated_at")
     search_fields = ("name", "root_dir")
     filter_horizontal = ("members",)
 
@@ -51,7 +51,7 @@ class TaskAdmin(ReadOnlyAdmin):
     list_display_links = ("id", "short_goal")
     list_filter = ("status", "mode", "workspace", "user", "created_at")
     date_hierarchy = "created_at"
-    search_fields = ("goal",)
+    search_fields = ("goal", "branch", "commit")
     list_select_related = ("workspace", "user")
     list_per_page = 50
     actions = ["cancel_tasks", "delete_selected"]
@@ -65,6 +65,10 @@ class TaskAdmin(ReadOnlyAdmin):
         "workspace",
         "user",
         "conversation",
+        "branch",
+        "commit",
+        "base_commit",
+        "worktree",
         "goal",
         "result",
         "error",

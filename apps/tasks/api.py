@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 from functools import wraps
 
-from django.conf import settings
 from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
 from apps.tasks import changes, executors, selectors, services
-from apps.tasks import workspaces as workspace_services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
 
@@ -112,6 +110,8 @@ def task_payload(task, user=None) -> dict:
         "started_at": task.started_at.isoformat() if task.started_at else None,
         "finished_at": task.finished_at.isoformat() if task.finished_at else None,
     }
+    if task.branch:  # a task on a repository workspace (docs/repositories.md)
+        payload |= {"branch": task.branch, "commit": task.commit, "base_commit": task.base_commit}
     if task.mode in ("plan_exec", "team_collab"):  # the chat page offers Resume (team.js)
         from apps.specs.checkpoints import task_interrupted
 
@@ -244,33 +244,17 @@ def task_cancel(request, task_id: int):
     return JsonResponse({"id": task.pk, "status": task.status, "cancel_requested": requested})
 
 
-@api_view(("GET", "POST"))
-def workspaces(request):
-    if request.method == "POST":  # {"name", "directory"}: a directory under allowed_roots
-        body = _json_body(request)
-        ws = workspace_services.workspace_create_from_directory(
-            user=request.user,
-            name=body.get("name"),
-            directory=body.get("directory"),
-            config=agent_config(),
-        )
-        return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
-    return JsonResponse(
-        {
-            "workspaces": [
-                {"id": ws.pk, "name": ws.name}
-                for ws in selectors.workspaces_for_user(user=request.user)
-            ]
-        }
-    )
-
-
 @api_view(("GET",))
 def task_changes(request, task_id: int):
     task = selectors.task_for_user(user=request.user, task_id=task_id)
     if task is None:
         return error(404, "not_found", "task not found")
-    return JsonResponse({"id": task.pk, "files": changes.changes_payload(task=task)})
+    payload = {"id": task.pk, "files": changes.changes_payload(task=task)}
+    if task.branch:  # base...branch and its commits (handoffs.py)
+        from apps.tasks.handoffs import branch_changes
+
+        payload["branch"] = branch_changes(task=task, config=agent_config())
+    return JsonResponse(payload)
 
 
 @api_view(("POST",))
@@ -284,36 +268,6 @@ def task_revert(request, task_id: int):
         raise ApplicationError("'path' must be a string", {"error_code": "invalid_field"})
     reverted = changes.task_revert(user=request.user, task=task, path=path)
     return JsonResponse({"id": task.pk, "reverted": reverted})
-
-
-@api_view(("POST",))
-def workspace_upload(request):
-    """multipart/form-data: name, archive (.zip or .tar.gz)."""
-    archive = request.FILES.get("archive")
-    if archive is None:
-        raise ApplicationError(
-            "attach the archive as the form field 'archive'", {"error_code": "missing_field"}
-        )
-    ws = workspace_services.workspace_create_from_archive(
-        user=request.user,
-        name=request.POST.get("name"),
-        filename=archive.name or "",
-        size=archive.size or 0,
-        chunks=archive.chunks(),
-        config=agent_config(),
-        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
-    )
-    return JsonResponse({"id": ws.pk, "name": ws.name}, status=201)
-
-
-@api_view(("POST",))
-def workspace_reset_demo(request):
-    ws = workspace_services.workspace_reset_demo(
-        user=request.user,
-        demo_source=settings.AGENTKIT_DEMO_SOURCE,
-        workspaces_dir=settings.AGENTKIT_WORKSPACES_DIR,
-    )
-    return JsonResponse({"id": ws.pk, "name": ws.name, "reset": True})
 
 
 def conversation_payload(conversation) -> dict:

@@ -8,6 +8,11 @@ file still reads as the task left it (every hunk's new side matches exactly); a 
 is refused with a message, never overwritten; a file a later task of the workspace changed (its
 edits are in the file now, even an identical one) is refused naming that task. Paths go through the tools' workspace path checks,
 so a revert cannot leave the workspace or write under .git/.
+
+A task on a repository workspace is read and reverted in its branch's worktree (worktrees.py):
+only later turns on the same branch count as later editors, and a revert is committed on the
+branch ("Revert …", with the task's trailer). Once the worktree is gone (merged, discarded or
+expired) its Revert is refused: the branch's commits are the record then.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent
 from apps.tasks.services import ApplicationError
+from apps.tasks.worktrees import task_commit, task_root
 from apps.tools.builtin.paths import (
     PathRefusedError,
     decode_text,
@@ -185,6 +191,7 @@ def later_editor(*, task: Task, path: str) -> int | None:
             task_id__gt=task.pk,
             type="tool_result",
             data__name=EDITOR,
+            task__branch=task.branch,  # a repository task: only later turns on its branch
         ).values_list("task_id", flat=True)
     )
     for later_id in sorted(later_ids, reverse=True):
@@ -199,7 +206,7 @@ def _own_state(*, task: Task, change: FileChange) -> FileState:
     if not change.complete:
         return FileState("applied", False, "The diff was too large to keep whole: revert by hand.")
     try:
-        wp = resolve_path(task.workspace.root_dir, change.path, write=True)
+        wp = resolve_path(task_root(task), change.path, write=True)
         text, _ = _read(wp)
         try:
             _original(change, text)
@@ -248,6 +255,12 @@ def task_revert(*, user, task: Task, path: str | None = None) -> list[str]:
             "the task is still running: stop it (or wait for it to finish) before reverting",
             {"error_code": "task_running"},
         )
+    if task.branch and not task.worktree:
+        raise ApplicationError(
+            f"the worktree of {task.branch} is gone (merged, discarded or expired): revert with "
+            "git on the base branch, or send a follow-up task",
+            {"error_code": "cannot_revert"},
+        )
     changes = task_changes(task=task)
     if path is not None:
         changes = [c for c in changes if c.path == path]
@@ -265,7 +278,7 @@ def task_revert(*, user, task: Task, path: str | None = None) -> list[str]:
                 f"{change.path}: {state.note or 'already reverted'}",
                 {"error_code": "cannot_revert"},
             )
-        wp = resolve_path(task.workspace.root_dir, change.path, write=True)
+        wp = resolve_path(task_root(task), change.path, write=True)
         text, source = _read(wp)
         plans.append((change, wp, _original(change, text), source))
     for _change, wp, original, source in plans:
@@ -275,4 +288,9 @@ def task_revert(*, user, task: Task, path: str | None = None) -> list[str]:
             if source.crlf:
                 original = original.replace("\n", "\r\n")
             write_bytes(wp, source.encode(original))
-    return [change.path for change, *_ in plans]
+    reverted = [change.path for change, *_ in plans]
+    if task.branch and reverted:  # the revert is a commit on the task's branch
+        from apps.tasks.conf import agent_config
+
+        task_commit(task, f"Revert {', '.join(reverted)}", agent_config(), user=user)
+    return reverted

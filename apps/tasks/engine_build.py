@@ -26,12 +26,14 @@ from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import spec_stage_for
+from apps.tasks.branch_snapshots import BranchSnapshots
 from apps.tasks.failure import internal_paths, salvager_for, secrets_of
 from apps.tasks.history import conversation_history
 from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.models import Task
 from apps.tasks.recorder import EventRecorder
 from apps.tasks.routing import RUNNABLE_MODES
+from apps.tasks.worktrees import task_root
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from apps.tools.builtin.repo_map import build_repo_map
@@ -130,7 +132,7 @@ def _build_repository_map(task: Task, config: AgentkitConfig) -> str:
 
 
 def build_tool_context(task: Task, config: AgentkitConfig) -> ToolContext:
-    root = Path(task.workspace.root_dir)
+    root = task_root(task)  # a repository task's worktree (worktrees.py), else the workspace
     if not root.is_dir():
         raise RunAborted(
             "workspace_missing",
@@ -228,4 +230,6 @@ def build_team(
         checkpoints=spec_checkpoints.DatabaseCheckpoints(task_id=task.pk),
         stage=spec_stage_for(task, config, gateway, commands=spec_commands),
         baseline=verifier.take_baseline if enabled else None,
+        # A repository task: its checkpoints are commits on its branch (worktrees.py).
+        snapshots=(lambda _task_id: BranchSnapshots(task, config)) if task.worktree else None,
     )

@@ -1,6 +1,9 @@
-"""One writer per workspace: a run that may change its workspace (react, plan_exec, team_collab)
-holds the workspace's lease (`WorkspaceLease`, one row per workspace) from before its first
-step to its end; direct_chat, which changes nothing, never waits for it.
+"""One writer per working tree: a run that may change files (react, plan_exec, team_collab) holds
+the lease of the tree it works in (`WorkspaceLease`, one row per `lease_key`) from before its
+first step to its end; direct_chat, which changes nothing, never waits for it. A plain
+workspace is one tree (key `workspace:<id>`); on a repository workspace each conversation works
+on its own branch in its own worktree (key `workspace:<id>:branch:<conversation>`,
+worktrees.py), so tasks on one repository run in parallel.
 
 A second run finds the lease held and waits, still `queued`, with a `task_waiting` event that
 says for which task ("waiting for task #12 on this workspace"); it takes the lease when the
@@ -74,73 +77,102 @@ def earlier_turn(*, task_id: int, conversation_id: int | None) -> Waiting | None
     return None
 
 
-def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
-    """Blocking. Take the workspace's lease for the task (None), or say whom it waits for. Reads
-    first: a run that must wait (most asks, while several wait) takes no write lock."""
-    waiting = _blocked(task_id, workspace_id)
+def lease_key(task: Task) -> str:
+    """The tree a task writes: its workspace, or on a repository workspace its conversation's
+    branch (one worktree per conversation: a follow-up continues its branch)."""
+    if not task.workspace.is_repository:
+        return f"workspace:{task.workspace_id}"
+    return f"workspace:{task.workspace_id}:branch:{task.conversation_id or f't{task.pk}'}"
+
+
+def _key_of(task_id: int, key: str | None) -> str:
+    if key is not None:
+        return key
+    return lease_key(Task.objects.select_related("workspace").get(pk=task_id))
+
+
+def lease_acquire(*, task_id: int, workspace_id: int, key: str | None = None) -> Waiting | None:
+    """Blocking. Take the lease of the task's tree (`key`; None: lease_key(task)) for the task
+    (None), or say whom it waits for. Reads first: a run that must wait (most asks, while
+    several wait) takes no write lock."""
+    key = _key_of(task_id, key)
+    waiting = _blocked(task_id, workspace_id, key)
     if waiting is not None:
         return waiting
     with transaction.atomic():
-        lease = WorkspaceLease.objects.select_for_update().filter(workspace_id=workspace_id).first()
+        lease = WorkspaceLease.objects.select_for_update().filter(key=key).first()
         if lease is not None and lease.task_id == task_id:
             return None
-        waiting = _blocked(task_id, workspace_id, lease)  # again, under the lock
+        waiting = _blocked(task_id, workspace_id, key, lease)  # again, under the lock
         if waiting is not None:
             return waiting
         if lease is None:
             try:
                 with transaction.atomic():
-                    WorkspaceLease.objects.create(workspace_id=workspace_id, task_id=task_id)
+                    WorkspaceLease.objects.create(
+                        workspace_id=workspace_id, key=key, task_id=task_id
+                    )
             except IntegrityError:  # another process took it first: ask again
-                return lease_acquire(task_id=task_id, workspace_id=workspace_id)
+                return lease_acquire(task_id=task_id, workspace_id=workspace_id, key=key)
         else:
             lease.task_id = task_id
             lease.save(update_fields=["task", "acquired_at"])
     return None
 
 
-def _blocked(task_id: int, workspace_id: int, lease: WorkspaceLease | None = ...) -> Waiting | None:
+def _blocked(
+    task_id: int, workspace_id: int, key: str, lease: WorkspaceLease | None = ...
+) -> Waiting | None:
     """Whom the task waits for: the live holder of the lease, else an earlier live waiter."""
     if lease is ...:
-        lease = WorkspaceLease.objects.filter(workspace_id=workspace_id).first()
+        lease = WorkspaceLease.objects.filter(key=key).first()
     if lease is not None and lease.task_id != task_id:
         holder = Task.objects.filter(pk=lease.task_id).first()
         if _live(holder):
             return Waiting(holder.pk)
-    earlier = _earlier_waiter(task_id, workspace_id)
+    earlier = _earlier_waiter(task_id, workspace_id, key)
     return Waiting(earlier) if earlier is not None else None
 
 
-def _earlier_waiter(task_id: int, workspace_id: int) -> int | None:
-    """A task of the workspace created before this one whose live run waits for the lease too."""
+def _earlier_waiter(task_id: int, workspace_id: int, key: str) -> int | None:
+    """A task created before this one whose live run waits for the same lease."""
     waiting = Task.objects.filter(
         workspace_id=workspace_id,
         status=TaskStatus.QUEUED,
         mode__in=LEASED_MODES,
         pk__lt=task_id,
     ).exclude(run_owner="")
+    if ":branch:" in key:  # a repository's branch: only its own conversation's turns
+        conversation = _conversation_of(key)
+        if conversation is None:  # a task of its own: nobody else works on its branch
+            return None
+        waiting = waiting.filter(conversation_id=conversation)
     for task in waiting.order_by("pk").only("pk", "status", "run_owner", "heartbeat_at"):
         if _live(task):
             return task.pk
     return None
 
 
+def _conversation_of(key: str) -> int | None:
+    ref = key.rsplit(":", 1)[-1]
+    return int(ref) if ref.isdigit() else None
+
+
 def lease_release(*, task_id: int, workspace_id: int) -> None:
-    """Blocking. The run ended: the lease goes (if it still holds it)."""
+    """Blocking. The run ended: its lease goes (if it still holds it)."""
     WorkspaceLease.objects.filter(workspace_id=workspace_id, task_id=task_id).delete()
     _released(workspace_id)
 
 
 def waiting_for(task: Task) -> int | None:
     """The task that `task` (queued) waits for, if any: its conversation's earlier turn, else the
-    one whose live run holds the workspace."""
+    one whose live run holds its tree (its workspace, or its branch's worktree)."""
     turn = earlier_turn(task_id=task.pk, conversation_id=task.conversation_id)
     if turn is not None:
         return turn.task_id
     if task.mode not in LEASED_MODES:
         return None
-    lease = WorkspaceLease.objects.filter(workspace_id=task.workspace_id).select_related("task")
-    lease = lease.first()
+    lease = WorkspaceLease.objects.filter(key=lease_key(task)).select_related("task").first()
     if lease is None or lease.task_id == task.pk or not _live(lease.task):
         return None
     return lease.task_id

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from django.conf import settings
@@ -28,6 +29,27 @@ class Workspace(models.Model):
         help_text="Opt in to sharing pitfalls and prompt improvements with other workspaces "
         "that also opted in.",
     )
+    # A repository workspace (docs/repositories.md): `base_branch` set. Each Agent, Plan & verify
+    # or Team task works in its own git worktree on a branch made from the base branch.
+    base_branch = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="The branch tasks start from and merge into; blank: a plain directory.",
+    )
+    git_url = models.CharField(
+        max_length=1024,
+        blank=True,
+        default="",
+        help_text="The URL it was cloned from (without credentials), if it was cloned.",
+    )
+    push_credential_env = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        help_text="Name of the server environment variable that holds the push credential: a "
+        "token for https remotes, the path of a private key for ssh ones. Set by admins only.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -37,7 +59,17 @@ class Workspace(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def is_repository(self) -> bool:
+        return bool(self.base_branch)
+
     def clean(self) -> None:
+        if self.push_credential_env and not re.fullmatch(
+            r"[A-Z_][A-Z0-9_]*", self.push_credential_env
+        ):
+            raise ValidationError(
+                {"push_credential_env": "The NAME of an environment variable, e.g. GIT_TOKEN."}
+            )
         if not Path(self.root_dir).is_absolute():
             raise ValidationError({"root_dir": "Give an absolute path, e.g. /srv/projects/app."})
         if not isinstance(self.verification_commands, list) or not all(
@@ -121,6 +153,12 @@ class Task(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How many times the reaper handed the task to a new run after its run died.
     orphaned = models.PositiveSmallIntegerField(default=0)
+    # A task on a repository workspace (apps/tasks/worktrees.py): its branch, the branch's
+    # newest commit, the base commit it was made from, and its worktree ("" once removed).
+    branch = models.CharField(max_length=200, blank=True, default="")
+    commit = models.CharField(max_length=64, blank=True, default="")
+    base_commit = models.CharField(max_length=64, blank=True, default="")
+    worktree = models.CharField(max_length=1024, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -173,11 +211,13 @@ class TaskEvent(models.Model):
 
 
 class WorkspaceLease(models.Model):
-    """The one run that may change a workspace now (react, plan_exec, team_collab; apps/tasks/
-    leases.py). It lives as long as its task's run: a holder that ended, or whose heartbeat went
-    stale (its process died), gives it up to the next waiting task."""
+    """The one run that may change a working tree now (react, plan_exec, team_collab; apps/tasks/
+    leases.py): a plain workspace's directory, or one task branch's worktree of a repository
+    workspace (`key`). It lives as long as its task's run: a holder that ended, or whose
+    heartbeat went stale (its process died), gives it up to the next waiting task."""
 
-    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="lease")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="leases")
+    key = models.CharField(max_length=200, unique=True)
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="leases")
     acquired_at = models.DateTimeField(auto_now=True)
 

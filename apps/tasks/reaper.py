@@ -20,6 +20,9 @@ worker died before claiming its task waits for nothing, whatever RQ still says) 
 - else ended `failed` with error_code `interrupted` (ending.py: an `error` and `task_finished`
   event, so every socket and API client sees the end).
 
+Now and then (`expire_worktrees`) it also removes the worktrees of repository tasks that ended
+more than `workspaces.worktree_ttl_days` ago (worktrees.py); their branches stay.
+
 Exactly once: each of these is a conditional write on the heartbeat and owner the reaper read, so
 of several processes reaping at once one acts, and a run that came back to life keeps its task.
 A task handed to a new run gets a fresh heartbeat at once, so no reaper takes it twice.
@@ -189,9 +192,34 @@ def _restart_note(task: Task) -> list[dict]:
     return [event.as_message()]
 
 
+EXPIRE_EVERY_SECONDS = 600.0
+_expired_at = [float("-inf")]
+
+
+def expire_worktrees(*, force: bool = False) -> list[int]:
+    """Blocking, at most every EXPIRE_EVERY_SECONDS per process: the worktrees of tasks that
+    ended more than `workspaces.worktree_ttl_days` ago are removed (worktrees.py)."""
+    import time
+
+    from apps.tasks.conf import agent_config
+    from apps.tasks.worktrees import worktrees_expire
+
+    if not force and time.monotonic() - _expired_at[0] < EXPIRE_EVERY_SECONDS:
+        return []
+    _expired_at[0] = time.monotonic()
+    removed = worktrees_expire(agent_config())
+    if removed:
+        log.info("reaper: removed the expired worktrees of tasks %s", removed)
+    return removed
+
+
 def reap() -> list[tuple[int, str, list[dict] | None]]:
-    """Blocking: one round over the orphans."""
+    """Blocking: one round over the orphans (and, now and then, the expired worktrees)."""
     close_old_connections()
+    try:
+        expire_worktrees()
+    except Exception:
+        log.warning("reaper: expired worktrees could not be removed", exc_info=True)
     done = []
     for task in orphans():
         try:

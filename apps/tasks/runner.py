@@ -33,6 +33,7 @@ from apps.tasks.liveness import run_claim
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder, StorageFailed
+from apps.tasks.run_branch import BranchCommitter, enter_worktree
 from apps.tasks.run_guard import (
     INTERNAL_ERROR,
     abort_run,
@@ -131,6 +132,7 @@ async def run_task(
             return "cancelled"
         if prepared is not None and prepared.failure is not None:
             raise prepared.failure
+        committer = await enter_worktree(task, config, recorder)  # repository workspaces
         if prepared is not None and prepared.agent_task is not None:
             agent_task = prepared.agent_task
         else:
@@ -154,7 +156,7 @@ async def run_task(
             stream = engine.run(agent_task, cancel=token)
         if task.mode in spec_checkpoints.RESUMABLE_MODES:
             await record_missing_resolutions(recorder)  # reviews answered after a run died
-        await _record(recorder, stream, checkpoints, resume_reason or RESUMED_ON_REQUEST)
+        await _record(recorder, stream, checkpoints, resume_reason or RESUMED_ON_REQUEST, committer)
     except RunAborted as aborted:
         await abort_run(recorder, task, claim, aborted.error_struct, started)
     except StorageFailed:
@@ -196,16 +198,23 @@ RESUMED_ON_REQUEST = "resumed on request (resume_task, the Resume button, a park
 
 
 async def _record(
-    recorder: EventRecorder, stream, checkpoints=None, resume_reason: str = RESUMED_ON_REQUEST
+    recorder: EventRecorder,
+    stream,
+    checkpoints=None,
+    resume_reason: str = RESUMED_ON_REQUEST,
+    committer: BranchCommitter | None = None,
 ) -> None:
     """Record the run's events (`task_finished` commits with the final status: event_writer.py).
     plan_exec: each phase the run leaves is checkpointed (`phase_changed`). `task_resumed` gets
-    `reason`: why this run resumed."""
+    `reason`: why this run resumed. On a task's branch (`committer`), a passed phase and the end
+    are git commits before their event is stored."""
     async with aclosing(stream) as events:
         async for event in events:
             data = event.data
             if event.type == "task_resumed":
                 data = {**data, "reason": resume_reason}
+            if committer is not None:
+                await committer.at(event.type, data)
             await recorder.record(event.type, data, event.ts)
             if checkpoints is not None and event.type == "phase_changed":
                 await checkpoints.save(phase_checkpoint(event.data))

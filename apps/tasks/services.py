@@ -129,7 +129,24 @@ def task_delete(*, user, task) -> None:
             "the task is still running: stop it first, then delete it",
             {"error_code": "task_running"},
         )
+    if task.worktree:  # a repository task: its worktree goes with it (its branch stays)
+        _remove_worktree_of(task)
     task.delete()
+
+
+def _remove_worktree_of(task) -> None:
+    from apps.tasks.conf import agent_config
+    from apps.tasks.worktrees import worktree_remove
+
+    others = Task.objects.filter(workspace_id=task.workspace_id, branch=task.branch).exclude(
+        pk=task.pk
+    )
+    if others.exclude(status__in=FINAL_STATUSES).exists():
+        return  # a later turn still works on the branch
+    try:
+        worktree_remove(task, agent_config())
+    except Exception:  # the task goes all the same; the reaper's expiry cannot find it later
+        logger.warning("the worktree of task %s could not be removed", task.pk, exc_info=True)
 
 
 # ── API tokens ─────────────────────────────────────────────────────────────────────────────────

@@ -1,5 +1,6 @@
 """Workspaces created from the chat page: from a server directory under
-`workspaces.allowed_roots`, or from an uploaded .zip/.tar.gz; and the demo's reset.
+`workspaces.allowed_roots` (a git work tree there becomes a repository workspace:
+repositories.py), cloned from a git URL, or from an uploaded .zip/.tar.gz; and the demo's reset.
 
 An archive is checked member by member before anything is written: no absolute path, no `..`,
 only regular files and directories (no symbolic or hard links, devices or FIFOs), at most
@@ -21,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from django.db import transaction
 
 from apps.tasks.models import Task, TaskStatus, Workspace
+from apps.tasks.repositories import repository_base, workspace_clone
 from apps.tasks.services import ApplicationError, install_demo_project, workspace_create
 
 CHUNK = 64 * 1024
@@ -60,7 +62,26 @@ def workspace_create_from_directory(*, user, name: object, directory: object, co
         )
     if not real.is_dir():
         raise _refuse(f"{directory} is not a directory on the server", "not_found")
-    return workspace_create(name=name, root_dir=real, members=[user])
+    base = repository_base(real)  # a git work tree: a repository workspace (repositories.py)
+    workspace = workspace_create(name=name, root_dir=real, members=[user])
+    if base:
+        Workspace.objects.filter(pk=workspace.pk).update(base_branch=base)
+        workspace.base_branch = base
+    return workspace
+
+
+def workspace_create_from_git(
+    *, user, name: object, git_url: object, branch: object, config, workspaces_dir: Path
+) -> Workspace:
+    """Clone a repository into a new workspace (repositories.workspace_clone)."""
+    return workspace_clone(
+        user=user,
+        name=_check_name(name),
+        git_url=git_url,
+        branch=branch,
+        config=config,
+        workspaces_dir=workspaces_dir,
+    )
 
 
 # ── archives ────────────────────────────────────────────────────────────────────────────────────

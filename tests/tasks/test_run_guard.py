@@ -175,7 +175,9 @@ async def test_a_lease_whose_holder_died_is_taken_by_the_next_run(demo):
     await sync_to_async(Task.objects.filter(pk=dead.pk).update)(
         run_owner="gone-host:1:abc", heartbeat_at=long_ago
     )
-    await sync_to_async(WorkspaceLease.objects.create)(workspace=workspace, task=dead)
+    await sync_to_async(WorkspaceLease.objects.create)(
+        workspace=workspace, key=f"workspace:{workspace.pk}", task=dead
+    )
     task = await sync_to_async(make_task)(user, workspace, goal="hello")
     assert await asyncio.wait_for(run_task(task.pk), 60) == "completed"
     events = await sync_to_async(events_of)(task)

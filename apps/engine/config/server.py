@@ -58,6 +58,13 @@ class WorkspacesConfig(Section):
     upload_max_mb: PositiveInt = 50  # the archive as uploaded
     upload_max_unpacked_mb: PositiveInt = 500  # all its members together, once unpacked
     upload_max_files: PositiveInt = 20_000
+    # Repository workspaces (apps/tasks/repositories.py, worktrees.py): a finished task's worktree
+    # is removed this many days after the task ended (its branch stays until merge or discard);
+    # the worktrees of one workspace together may use this much disk, else a new task is refused.
+    worktree_ttl_days: PositiveInt = 14
+    worktree_max_mb: PositiveInt = 2000
+    clone_timeout_seconds: PositiveInt = 300  # `git clone` of POST /api/workspaces
+    git_timeout_seconds: PositiveInt = 60  # any other git command (merge, push, worktree add)
 
     @field_validator("allowed_roots")
     @classmethod

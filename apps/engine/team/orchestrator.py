@@ -85,8 +85,13 @@ class TeamOrchestrator:
         template: str | None = None,
         stage: Any = None,
         baseline: Callable[[], Awaitable[None]] | None = None,
+        snapshots: Callable[[str], Any] | None = None,
     ):
         self.engine_for = engine_for
+        # `@snapshot` for a task id: GitSnapshots in the sandbox by default; a host may give its
+        # own with the same methods (apps/tasks: a repository task's checkpoints are commits on
+        # its branch).
+        self.snapshot_factory = snapshots
         # The verifier's take_baseline (verify/baseline.py): before the first phase changes
         # anything, what the workspace already had wrong; the verifying phases judge against it.
         self.baseline = baseline
@@ -230,7 +235,10 @@ class TeamOrchestrator:
         return snapshot_warnings(spec)
 
     def _snapshots(self, task: AgentTask | None) -> GitSnapshots:
-        return GitSnapshots(self.commands, task.task_id if task else "check")
+        task_id = task.task_id if task else "check"
+        if self.snapshot_factory is not None:
+            return self.snapshot_factory(str(task_id))
+        return GitSnapshots(self.commands, task_id)
 
     async def _load_checkpoints(self) -> dict[str, PhaseCheckpoint]:
         if self.checkpoints is None:

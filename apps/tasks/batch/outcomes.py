@@ -47,6 +47,9 @@ class Outcome:
     hidden_tests: str = "not_run"
     solved: bool | None = None
     detail: str = ""
+    # A task on a repository workspace: its branch and the branch's newest commit ("" else).
+    branch: str = ""
+    commit: str = ""
 
     @property
     def tokens(self) -> int:
@@ -104,6 +107,8 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         rollback=_rollback_result(set(kinds)),
         answer=task.result,
         error=task.error,
+        branch=task.branch,
+        commit=task.commit,
     )
     return _judged(outcome, spec)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 from django.db import connection, connections
@@ -64,6 +64,9 @@ class BatchOptions:
     # A suite's scorer (suites.py): after a task ends, `await score(spec, workspace)` → fields
     # of its Outcome (hidden_tests, solved, ...).
     score: Callable[[TaskSpec, Path], Awaitable[dict]] | None = None
+    # run_tasks --workspace: every task in this existing workspace instead of a fresh copy each
+    # (a repository workspace: each task on its own branch, in parallel; docs/repositories.md).
+    workspace: Any = None
 
 
 @dataclass
@@ -136,7 +139,9 @@ async def run_batch(
         progress.interrupted(len(state.running))
         cancelling.append(loop.create_task(_cancel_all(state, options)))
 
-    creations = _Creations(creator, user=user, label=run.label, config=config)
+    creations = _Creations(
+        creator, user=user, label=run.label, config=config, workspace=options.workspace
+    )
     cancelling: list[asyncio.Task] = []
     handled = _add_sigint(loop, on_interrupt)
     ticker = loop.create_task(_tick(progress))
@@ -152,9 +157,12 @@ async def run_batch(
                 return await sync_to_async(outcome_of)(spec=spec, task_id=None)
             # Copies in parallel; rows one at a time on their own thread (SQLite writers would
             # only wait on each other, and Django's shared sync thread serves the runs' reads).
-            root = await sync_to_async(batch_workspace_copy, thread_sensitive=False)(
-                spec=spec, label=run.label, workspaces_dir=options.workspaces_dir
-            )
+            if options.workspace is not None:
+                root = Path(options.workspace.root_dir)
+            else:
+                root = await sync_to_async(batch_workspace_copy, thread_sensitive=False)(
+                    spec=spec, label=run.label, workspaces_dir=options.workspaces_dir
+                )
             task = await creations.create(spec, root)
             state.task_ids[spec.id] = task.pk
             state.running.add(task.pk)
@@ -212,9 +220,13 @@ class _Creations:
     each, and their creation does not take the database's write lock turn about with the first
     event writes of the tasks already running (a writer that finds the lock taken sleeps)."""
 
-    def __init__(self, executor: ThreadPoolExecutor, *, user, label: str, config) -> None:
+    def __init__(
+        self, executor: ThreadPoolExecutor, *, user, label: str, config, workspace=None
+    ) -> None:
         self._executor = executor
-        self._create = partial(batch_tasks_create, user=user, label=label, config=config)
+        self._create = partial(
+            batch_tasks_create, user=user, label=label, config=config, workspace=workspace
+        )
         self._pending: list[tuple[TaskSpec, Path, asyncio.Future]] = []
         self._drainer: asyncio.Task | None = None
 

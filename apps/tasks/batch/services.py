@@ -21,6 +21,22 @@ from apps.tasks.services import ApplicationError, task_create, workspace_create
 GIT_TIMEOUT = 300  # seconds to clone a source repository
 
 
+def batch_workspace(*, name: str | None, user):
+    """run_tasks --workspace NAME: the existing workspace every task runs in (None: a fresh
+    copy per task). The batch's user must be one of its members."""
+    if not name:
+        return None
+    from apps.tasks.models import Workspace
+
+    workspace = Workspace.objects.filter(name=name, members=user).first()
+    if workspace is None:
+        raise ApplicationError(
+            f"no workspace {name!r} of {user.get_username()}: create it (chat page, POST "
+            "/api/workspaces) or add the user to its members in admin"
+        )
+    return workspace
+
+
 def batch_user(*, username: str | None):
     """The user the batch runs as: the one named; else the bootstrap admin
     (DJANGO_SUPERUSER_USERNAME, default admin) or the only superuser."""
@@ -94,9 +110,22 @@ def batch_workspace_copy(*, spec: TaskSpec, label: str, workspaces_dir: Path) ->
     return target
 
 
-def batch_task_create(*, spec: TaskSpec, user, root: Path, label: str, config) -> Task:
+def batch_task_create(
+    *, spec: TaskSpec, user, root: Path, label: str, config, workspace=None
+) -> Task:
     """Make `root` a workspace of `user` and create the queued Task in it. On failure the copy
-    is removed and no rows are left."""
+    is removed and no rows are left. `workspace` (run_tasks --workspace): the task goes into
+    this existing workspace instead (nothing copied, nothing removed)."""
+    if workspace is not None:
+        return task_create(
+            user=user,
+            workspace=workspace,
+            text=spec.goal,
+            mode=spec.mode,
+            skill=spec.skill or None,
+            config=config,
+            model=spec.model,
+        )
     try:
         with transaction.atomic():
             name = re.sub(r"[^\w.-]+", "-", f"{label}-{spec.id}")[:100]
@@ -119,7 +148,7 @@ def batch_task_create(*, spec: TaskSpec, user, root: Path, label: str, config) -
 
 
 def batch_tasks_create(
-    items: list[tuple[TaskSpec, Path]], *, user, label: str, config
+    items: list[tuple[TaskSpec, Path]], *, user, label: str, config, workspace=None
 ) -> list[Task | Exception]:
     """batch_task_create for several tasks in ONE transaction (one commit, one hold of the
     database's write lock). Each task gets a Task or the exception that stopped it; a failure
@@ -129,7 +158,14 @@ def batch_tasks_create(
         for spec, root in items:
             try:
                 results.append(
-                    batch_task_create(spec=spec, user=user, root=root, label=label, config=config)
+                    batch_task_create(
+                        spec=spec,
+                        user=user,
+                        root=root,
+                        label=label,
+                        config=config,
+                        workspace=workspace,
+                    )
                 )
             except Exception as exc:
                 results.append(exc)

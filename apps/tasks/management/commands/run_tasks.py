@@ -19,7 +19,7 @@ from apps.tasks.batch.running import (
     run_batch,
     warm_up,
 )
-from apps.tasks.batch.services import batch_user
+from apps.tasks.batch.services import batch_user, batch_workspace
 from apps.tasks.batch.spec import SuiteError, load_suite
 from apps.tasks.batch.suites import SUITES, run_suite
 from apps.tasks.conf import agent_config
@@ -84,6 +84,12 @@ class Command(BaseCommand):
             "(a person confirms in the chat)",
         )
         parser.add_argument(
+            "--workspace",
+            metavar="NAME",
+            help="run every task in this existing workspace (a repository workspace: each task "
+            "on its own branch, in parallel) instead of a fresh copy of its source",
+        )
+        parser.add_argument(
             "--user",
             metavar="NAME",
             help="the tasks' owner; default the bootstrap admin or the only superuser",
@@ -128,6 +134,7 @@ class Command(BaseCommand):
                 max_goal_chars=max_message_chars(),
             )
             user = batch_user(username=options["user"])
+            workspace = batch_workspace(name=options["workspace"], user=user)
         except SuiteError as exc:
             raise CommandError(exc.render(), returncode=2) from None
         except ApplicationError as exc:
@@ -139,6 +146,7 @@ class Command(BaseCommand):
             executor=executor,
             queue=config.executor.queue,
             review=options["review"],
+            workspace=workspace,
         )
         self.stdout.write(
             f"{len(suite.tasks)} tasks from {suite.path} · concurrency {batch_options.concurrency}"

@@ -1,0 +1,59 @@
+"""The hand-offs of a repository task's branch (handoffs.py, docs/repositories.md):
+`GET /api/tasks/<id>/patch` (a `git format-patch` mbox, text/plain), `POST .../merge`, `.../push`,
+`.../discard` → 200 {"ok": true, ...} or 409 {"error": {"code", "message", "files"?}}."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse, JsonResponse
+
+from apps.tasks import handoffs, selectors
+from apps.tasks.api import api_view, error
+from apps.tasks.conf import agent_config
+from apps.tasks.git import GitError
+
+
+def _task(request, task_id: int):
+    return selectors.task_for_user(user=request.user, task_id=task_id)
+
+
+def _refused(exc: handoffs.HandoffRefused) -> JsonResponse:
+    extra = {"files": exc.files} if exc.files is not None else {}
+    return error(409, exc.code, exc.message, **extra)
+
+
+def _handoff(action):
+    @api_view(("POST",))
+    def view(request, task_id: int):
+        task = _task(request, task_id)
+        if task is None:
+            return error(404, "not_found", "task not found")
+        try:
+            return JsonResponse(action(user=request.user, task=task, config=agent_config()))
+        except handoffs.HandoffRefused as exc:
+            return _refused(exc)
+        except GitError as exc:  # redacted (git.py)
+            return error(409, "git_failed", str(exc))
+
+    return view
+
+
+task_merge = _handoff(handoffs.task_merge)
+task_push = _handoff(handoffs.task_push)
+task_discard = _handoff(handoffs.task_discard)
+
+
+@api_view(("GET",))
+def task_patch(request, task_id: int):
+    task = _task(request, task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    try:
+        text = handoffs.task_patch(task=task, config=agent_config())
+    except handoffs.HandoffRefused as exc:
+        return _refused(exc)
+    except GitError as exc:
+        return error(409, "git_failed", str(exc))
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    name = f"task-{task.pk}.patch"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
