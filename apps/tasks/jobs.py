@@ -17,4 +17,4 @@ async def _run(task_id: int, reason: str | None = None) -> str:
 
     install()  # the job's threads recycle their database connections (db_threads.py)
     reaper_start()  # a worker running tasks reaps too (reaper.py)
-    return await run_task(task_id, resume_reason=reason)
+    return await run_task(task_id, resume_reason=reason, defer=True)

@@ -121,6 +121,12 @@ class Task(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How many times the reaper handed the task to a new run after its run died.
     orphaned = models.PositiveSmallIntegerField(default=0)
+    # A queued task whose RQ job went back to the queue because another task holds its workspace
+    # (or its conversation's earlier turn runs): that task; its end queues this one's next job
+    # (apps/tasks/deferral.py). Null when it waits for nothing.
+    deferred_behind = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

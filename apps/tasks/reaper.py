@@ -37,7 +37,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.tasks.db_threads import install as install_db_threads
+from apps.tasks.deferral import stuck, wake
 from apps.tasks.ending import INTERRUPTED, publish, task_end_now
+from apps.tasks.job_ids import current_job_id
 from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 
@@ -51,11 +53,11 @@ BATCH = 100
 def orphans() -> list[Task]:
     cutoff = stale_before()
     never_beaten = Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
-    return list(
-        Task.objects.filter(status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING))
-        .filter(Q(heartbeat_at__lt=cutoff) | never_beaten)
-        .order_by("pk")[:BATCH]
-    )
+    waiting = Task.objects.filter(status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING))
+    dead = waiting.filter(Q(heartbeat_at__lt=cutoff) | never_beaten, deferred_behind__isnull=True)
+    # A deferred task waits for another task's end, which queues its next job (deferral.py):
+    # only one that nothing will wake any more is the reaper's.
+    return list(dead.order_by("pk")[:BATCH]) + stuck()
 
 
 def _rq_pending(task_id: int) -> bool:
@@ -78,7 +80,10 @@ def _rq_pending(task_id: int) -> bool:
         from rq.job import Job
 
         connection = django_rq.get_connection(executor.queue)
-        job = Job.fetch(f"task-{task_id}", connection=connection)
+        job_id = current_job_id(connection, task_id)
+        if job_id is None:
+            return False
+        job = Job.fetch(job_id, connection=connection)
         status = job.get_status(refresh=False)
         if status == "queued":
             return Queue(job.origin, connection=connection).get_job_position(job.id) is not None
@@ -149,6 +154,8 @@ def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     if task.cancel_requested_at is not None:
         messages = task_end_now(task.pk, TaskStatus.CANCELLED, expect=_same(task))
         return ("cancelled", messages) if messages else None
+    if task.deferred_behind_id is not None:  # what it waited for ended without waking it
+        return ("woken", None) if wake([task.pk], behind=task.deferred_behind_id) else None
     how = _take_over(task)
     if how is not None and task.orphaned < MAX_HANDOVERS:
         if not _hand_over(task):

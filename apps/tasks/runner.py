@@ -34,6 +34,7 @@ from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.recorder import EventRecorder, StorageFailed
 from apps.tasks.run_guard import (
+    DEFERRED,
     INTERNAL_ERROR,
     abort_run,
     claim_task,
@@ -95,11 +96,17 @@ def prepare_run(
 
 
 async def run_task(
-    task_id: int, prepared: PreparedRun | None = None, *, resume_reason: str | None = None
+    task_id: int,
+    prepared: PreparedRun | None = None,
+    *,
+    resume_reason: str | None = None,
+    defer: bool = False,
 ) -> str:
     """Run one task to its end; returns the final status. Safe to call for a finished task.
     `resume_reason`: why a resumed run resumes, written into its `task_resumed` event (the
-    reaper's take-over; None: on request)."""
+    reaper's take-over; None: on request). `defer` (an RQ job): when its workspace or its
+    conversation's turn is not free, the task goes back to the queue (deferral.py) and this
+    returns `queued` at once."""
     if prepared is not None:
         task = prepared.task
     else:
@@ -124,8 +131,12 @@ async def run_task(
     try:
         config = agent_config()
         recorder.secrets = secrets_of(config)
-        taken = await take_workspace(recorder, task, token)  # one writer per workspace
-        leased = bool(taken)
+        # One writer per workspace.
+        taken = await take_workspace(recorder, task, token, claim if defer else None)
+        if taken == DEFERRED:  # its next job comes when what it waits for ends
+            claim = None  # given back with the task: nothing to release, nobody to wake
+            return "queued"
+        leased = taken is True
         if taken is False:  # cancelled while it waited for the workspace
             await end_unstarted(recorder, task, "cancelled")
             return "cancelled"
