@@ -4,9 +4,11 @@ from django.urls import include, path
 
 from apps.dashboard.views import dashboard_page
 from apps.tasks.health import healthz
+from apps.tasks.metrics_view import metrics_view
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -96,7 +96,11 @@ def _enqueue(task_ids: list[int]) -> None:
         return
     review_wait = config.spec_review.timeout_seconds if config.spec_review.enabled else 0
     task_enqueue_rq_many(
-        task_ids=task_ids, queue=config.executor.queue, review_wait=review_wait, record=False
+        task_ids=task_ids,
+        queue=config.executor.queue,
+        review_wait=review_wait,
+        record=False,
+        woken=True,
     )
 
 

@@ -42,6 +42,7 @@ from apps.tasks.ending import INTERRUPTED, publish, task_end_now
 from apps.tasks.job_ids import current_job_id
 from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskEvent, TaskStatus
+from apps.tasks.ops.metrics import REAPER_ACTIONS
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +209,7 @@ def reap() -> list[tuple[int, str, list[dict] | None]]:
             continue
         if outcome is not None:
             log.warning("reaper: task %s had no live run: %s", task.pk, outcome[0])
+            REAPER_ACTIONS.labels(outcome[0]).inc()
             done.append((task.pk, *outcome))
     return done
 

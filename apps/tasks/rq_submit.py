@@ -34,6 +34,7 @@ def task_enqueue_rq_many(
     review_wait: float = 0,
     reason: str | None = None,
     record: bool = True,
+    woken: bool = False,
 ) -> dict[int, list[dict]]:
     """task_enqueue_rq for several tasks, in this order, in one Redis round trip. New tasks (no
     `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py;
@@ -51,7 +52,8 @@ def task_enqueue_rq_many(
             log.warning(
                 "tasks %s: their queued events could not be written", task_ids, exc_info=True
             )
-    job_ids = next_job_ids(target.connection, task_ids)
+    traces = {} if woken else _submitted(task_ids)
+    job_ids = next_job_ids(target.connection, task_ids, traces)
     target.enqueue_many(
         [
             Queue.prepare_data(
@@ -81,3 +83,19 @@ def rq_queue(name: str):
     if connection is None:
         connection = _rq_connections[key] = django_rq.get_connection(name)
     return django_rq.get_queue(name, connection=connection)
+
+
+def _submitted(task_ids: list[int]) -> dict[int, dict]:
+    """With tracing on: each task's trace begins here (ops/tracing.py); {} when off."""
+    from apps.tasks.ops import tracing
+
+    if tracing.tracer() is None:
+        return {}
+    from apps.tasks.models import Task
+
+    try:
+        modes = dict(Task.objects.filter(pk__in=task_ids).values_list("pk", "mode"))
+        return tracing.submitted([(task_id, modes.get(task_id, "")) for task_id in task_ids])
+    except Exception:
+        log.warning("tasks %s: their traces could not begin", task_ids, exc_info=True)
+        return {}

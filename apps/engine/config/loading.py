@@ -31,9 +31,12 @@ from apps.engine.config.quality import (
 )
 from apps.engine.config.sandbox import SandboxConfig
 from apps.engine.config.server import (
+    EventsConfig,
     EvolutionConfig,
     ExecutorConfig,
+    MetricsConfig,
     PitfallsConfig,
+    TracingConfig,
     WorkspacesConfig,
 )
 from apps.engine.config.specs import PlannerConfig, SpecReviewConfig
@@ -67,6 +70,9 @@ class AgentkitConfig(Section):
     pitfalls: PitfallsConfig = PitfallsConfig()
     executor: ExecutorConfig = ExecutorConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    metrics: MetricsConfig = MetricsConfig()  # config/server.py
+    tracing: TracingConfig = TracingConfig()
+    events: EventsConfig = EventsConfig()
     spec_review: SpecReviewConfig = SpecReviewConfig()  # config/specs.py
     planner: PlannerConfig = PlannerConfig()
 
