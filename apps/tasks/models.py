@@ -131,6 +131,8 @@ class Task(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When `events.retention` folded its token events into one per step (ops/retention.py).
+    events_folded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -140,6 +142,8 @@ class Task(models.Model):
             models.Index(fields=["user", "client_msg_id"], name="tasks_task_user_client_msg"),
             # The reaper's look for tasks without a live run (reaper.py).
             models.Index(fields=["status", "heartbeat_at"], name="tasks_task_status_beat"),
+            # Retention's look for finished tasks to fold (ops/retention.py).
+            models.Index(fields=["events_folded_at", "finished_at"], name="tasks_task_fold"),
         ]
 
     def __str__(self) -> str:

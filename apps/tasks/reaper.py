@@ -43,6 +43,7 @@ from apps.tasks.job_ids import current_job_id
 from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 from apps.tasks.ops.metrics import REAPER_ACTIONS
+from apps.tasks.ops.retention import sweep as retention_sweep
 
 log = logging.getLogger(__name__)
 
@@ -219,6 +220,10 @@ async def reap_round() -> list[tuple[int, str, list[dict] | None]]:
     for task_id, _, messages in done:
         if messages:
             await publish(task_id, messages)
+    try:  # events.retention: finished tasks' token events folded (every few minutes at most)
+        await sync_to_async(retention_sweep, thread_sensitive=False)()
+    except Exception:
+        log.warning("retention: the finished tasks' events could not be folded", exc_info=True)
     return done
 
 
