@@ -55,7 +55,12 @@ def _configure():
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "agentkit"}))
+    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
+        "OTEL_RESOURCE_ATTRIBUTES", ""
+    )
+    provider = TracerProvider(
+        resource=Resource.create({} if named else {"service.name": "agentkit"})
+    )
     names = os.environ.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() or "otlp"
     for name in [part.strip() for part in names.split(",") if part.strip()]:
         if name == "console":
