@@ -21,6 +21,9 @@ from prometheus_client.core import GaugeMetricFamily
 
 log = logging.getLogger(__name__)
 
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # its files are opened at the first value
+    os.makedirs(os.environ["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+
 SECONDS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 FAST = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120)
 

@@ -33,6 +33,7 @@ TEXT_TYPES = ("token", "reasoning")
 KEPT_WHEN_PRUNED = ("task_started", "final_answer", "error", "task_finished")
 SWEEP_SECONDS = 300.0
 BATCH = 200
+FOLD_CHUNK = 50  # tasks folded in one transaction
 _last_sweep = [float("-inf")]
 
 
@@ -84,21 +85,42 @@ def folded(events: list[TaskEvent]) -> tuple[list[TaskEvent], list[int]]:
 
 def fold_task(task_id: int) -> int:
     """Blocking. Fold one finished task's text events; returns the rows removed."""
+    return fold_tasks([task_id])
+
+
+def fold_tasks(task_ids: list[int]) -> int:
+    """Blocking. Fold these finished tasks' text events, in one transaction (a few statements
+    for all of them); returns the rows removed. Tasks not finished, or folded already, stay."""
     with transaction.atomic():
-        task = (
+        ids = list(
             Task.objects.select_for_update()
-            .filter(pk=task_id, status__in=FINAL_STATUSES, events_folded_at__isnull=True)
-            .first()
+            .filter(pk__in=task_ids, status__in=FINAL_STATUSES, events_folded_at__isnull=True)
+            .values_list("pk", flat=True)
         )
-        if task is None:
+        if not ids:
             return 0
-        events = list(TaskEvent.objects.filter(task_id=task_id).order_by("seq"))
-        changed, dropped = folded(events)
+        changed: list[TaskEvent] = []
+        dropped: list[int] = []
+        events = TaskEvent.objects.filter(task_id__in=ids).order_by("task_id", "seq")
+        current: list[TaskEvent] = []
+        for event in events.iterator(chunk_size=5000):
+            if current and current[0].task_id != event.task_id:
+                _fold_into(current, changed, dropped)
+                current = []
+            current.append(event)
+        _fold_into(current, changed, dropped)
         if dropped:
-            TaskEvent.objects.filter(pk__in=dropped).delete()
-            TaskEvent.objects.bulk_update(changed, ["data"], batch_size=500)
-        Task.objects.filter(pk=task_id).update(events_folded_at=timezone.now())
+            for start in range(0, len(dropped), 5000):
+                TaskEvent.objects.filter(pk__in=dropped[start : start + 5000]).delete()
+            TaskEvent.objects.bulk_update(changed, ["data"], batch_size=1000)
+        Task.objects.filter(pk__in=ids).update(events_folded_at=timezone.now())
     return len(dropped)
+
+
+def _fold_into(events: list[TaskEvent], changed: list, dropped: list) -> None:
+    more_changed, more_dropped = folded(events)
+    changed.extend(more_changed)
+    dropped.extend(more_dropped)
 
 
 def due(days: int, limit: int = BATCH) -> list[int]:
@@ -125,10 +147,10 @@ def sweep(days: int | None = None, *, force: bool = False) -> tuple[int, int]:
     if not force and now - _last_sweep[0] < SWEEP_SECONDS:
         return 0, 0
     _last_sweep[0] = now
-    tasks = removed = 0
-    for task_id in due(days):
-        removed += fold_task(task_id)
-        tasks += 1
+    batch = due(days)
+    tasks, removed = len(batch), 0
+    for start in range(0, len(batch), FOLD_CHUNK):
+        removed += fold_tasks(batch[start : start + FOLD_CHUNK])
     if tasks:
         log.info("retention: %d finished task(s) folded, %d event rows removed", tasks, removed)
     return tasks, removed
