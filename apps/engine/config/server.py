@@ -70,7 +70,7 @@ class WorkspacesConfig(Section):
 
 
 class MetricsConfig(Section):
-    """`GET /metrics` (Prometheus text, apps/ops): who may read it without an API token."""
+    """`GET /metrics` (Prometheus text, apps/tasks/metrics_view.py): who may read it without an API token."""
 
     # Client addresses (or networks, e.g. 10.0.0.0/8) allowed without a token; others need
     # `Authorization: Bearer <token>` of a staff user (manage.py create_api_token).
@@ -99,7 +99,7 @@ class TracingConfig(Section):
 
 
 class EventsConfig(Section):
-    """How a task's stored events age (apps/ops/retention.py)."""
+    """How a task's stored events age (apps/tasks/ops/retention.py)."""
 
     # Days after a task finished at which its token and reasoning events are folded into one
     # event per step (its chat replays the same); null: never.
