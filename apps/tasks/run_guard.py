@@ -47,6 +47,7 @@ async def claim_task(task_id: int) -> str | None:
 
 
 DEFERRED = "deferred"  # take_workspace: the run went back to the queue (deferral.py)
+LOST = "lost"  # take_workspace: the run no longer holds the task (a reaper or a cancel acted)
 
 
 async def take_workspace(
@@ -57,7 +58,8 @@ async def take_workspace(
     (direct_chat), False when the task was cancelled while it waited. While it waits the task
     stays `queued`; a `task_waiting` event names the task it waits for (again when that
     changes). `defer_claim` (a run of an RQ job, holding that claim): instead of waiting, the run
-    gives the task back to the queue behind the task it waits for and returns DEFERRED."""
+    gives the task back to the queue behind the task it waits for and returns DEFERRED (LOST
+    when it no longer held the task: someone else acted on it meanwhile)."""
     said: list[Waiting] = []
     turn = sync_to_async(earlier_turn, thread_sensitive=False)
     ask = partial(turn, task_id=task.pk, conversation_id=task.conversation_id)
@@ -73,7 +75,7 @@ async def take_workspace(
 
 async def _wait(recorder, task, token, ask, said: list[Waiting], defer_claim=None) -> bool | str:
     """Ask until nobody goes first (True), the task is cancelled (False) or, with
-    `defer_claim`, the run went back to the queue (DEFERRED)."""
+    `defer_claim`, the run went back to the queue (DEFERRED, or LOST)."""
     while True:
         waiting = await ask()
         if waiting is None:
@@ -97,7 +99,7 @@ async def _wait(recorder, task, token, ask, said: list[Waiting], defer_claim=Non
                 task.pk, defer_claim, waiting.task_id
             ):
                 return DEFERRED
-            return False  # the run lost the task meanwhile (a reaper, a cancel)
+            return LOST
         await wait_for_release(task.workspace_id)
 
 

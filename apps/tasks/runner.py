@@ -37,6 +37,7 @@ from apps.tasks.recorder import EventRecorder, StorageFailed
 from apps.tasks.run_guard import (
     DEFERRED,
     INTERNAL_ERROR,
+    LOST,
     abort_run,
     claim_task,
     end_on_storage_failure,
@@ -138,9 +139,9 @@ async def run_task(
         recorder.secrets = secrets_of(config)
         # One writer per workspace.
         taken = await take_workspace(recorder, task, token, claim if defer else None)
-        if taken == DEFERRED:  # its next job comes when what it waits for ends
-            claim = None  # given back with the task: nothing to release, nobody to wake
-            outcome = "deferred"
+        if taken in (DEFERRED, LOST):  # deferred: its next job comes when what it waits for ends
+            claim = None  # given back with the task (or lost): nothing to release, nobody to wake
+            outcome = "deferred" if taken == DEFERRED else "other"
             return "queued"
         leased = taken is True
         if taken is False:  # cancelled while it waited for the workspace
