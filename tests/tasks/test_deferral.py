@@ -10,6 +10,7 @@ import time
 
 import pytest
 from django.utils import timezone
+from prometheus_client import REGISTRY
 from rq import SimpleWorker
 
 from apps.tasks.deferral import wake_behind
@@ -34,6 +35,12 @@ def holding(user, workspace) -> Task:
     return holder
 
 
+def runs(outcome: str) -> float:
+    return (
+        REGISTRY.get_sample_value("agentkit_runs_total", {"mode": "react", "outcome": outcome}) or 0
+    )
+
+
 def burst(queue) -> float:
     began = time.monotonic()
     SimpleWorker([queue], connection=queue.connection).work(burst=True)
@@ -55,6 +62,7 @@ def test_a_run_that_must_wait_goes_back_to_the_queue_and_frees_its_worker(
     elsewhere = make_task(user, other, goal="hello elsewhere", mode="direct_chat")
     for task in (first, second, elsewhere):
         task_submit(task_id=task.pk)
+    deferred_runs = runs("deferred")
 
     took = burst(rq_queue)  # one worker: it would wait forever for the holder before issue 41
 
@@ -67,6 +75,7 @@ def test_a_run_that_must_wait_goes_back_to_the_queue_and_frees_its_worker(
         waits = [e.data for e in events_of(task) if e.type == "task_waiting"]
         assert [w["waiting_for"] for w in waits if w["waiting_for"]] == [holder.pk]
     assert reap() == []  # deferred behind a live run: no orphan
+    assert runs("deferred") - deferred_runs == 2  # what /metrics tells an operator
 
     # The holder ends: the deferred tasks get their second jobs, oldest first.
     assert task_end_now(holder.pk, "completed")
