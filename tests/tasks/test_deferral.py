@@ -114,3 +114,31 @@ def test_a_later_task_does_not_overtake_a_deferred_one(demo, rq_queue):  # noqa:
     done = [Task.objects.get(pk=task.pk) for task in (first, later)]
     assert [task.status for task in done] == ["completed", "completed"]
     assert done[0].finished_at <= done[1].started_at
+
+
+def test_a_turn_waits_for_its_conversations_earlier_turn_in_the_queue_not_in_a_worker(
+    demo,
+    rq_queue,  # noqa: F811
+):
+    from apps.tasks.models import Conversation
+
+    user, workspace, _ = demo
+    chat = Conversation.objects.create(user=user, workspace=workspace)
+    earlier = make_task(user, workspace, goal="hello", mode="direct_chat", conversation=chat)
+    Task.objects.filter(pk=earlier.pk).update(
+        status="running", run_owner="elsewhere:1:abc", heartbeat_at=timezone.now()
+    )
+    later = make_task(user, workspace, goal="hello again", mode="direct_chat", conversation=chat)
+    task_submit(task_id=later.pk)
+
+    assert burst(rq_queue) < 30
+    now = Task.objects.get(pk=later.pk)
+    assert (now.status, now.deferred_behind_id) == ("queued", earlier.pk)
+    waits = [e.data["reason"] for e in events_of(later) if e.type == "task_waiting"]
+    turn = f"waiting for the conversation's earlier turn (task #{earlier.pk})"
+    assert waits == ["waiting for a free worker", turn]
+
+    assert task_end_now(earlier.pk, "completed")
+    assert rq_queue.job_ids == [f"task-{later.pk}-2"]
+    burst(rq_queue)
+    assert Task.objects.get(pk=later.pk).status == "completed"
