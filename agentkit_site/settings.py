@@ -18,14 +18,14 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # Served over HTTPS behind a proxy that terminates TLS (docs/deployment.md): HTTPS=1 makes the
-# cookies secure, redirects plain HTTP (except /healthz, for load balancers' plain probes), trusts
+# cookies secure, redirects plain HTTP (except /healthz and /metrics: probes, scrapers), trusts
 # the proxy's X-Forwarded-Proto and sends HSTS (HSTS_SECONDS, default one year).
 HTTPS = env_bool("HTTPS", False)
 if HTTPS:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]  # probes and Prometheus, plain HTTP
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = int(os.environ.get("HSTS_SECONDS", 31_536_000))
     # Only when every subdomain is HTTPS too (docs/deployment.md sets both).

@@ -4,10 +4,12 @@ from django.urls import include, path
 
 from apps.dashboard.views import dashboard_page
 from apps.tasks.health import healthz
+from apps.tasks.metrics_view import metrics_view
 from apps.tools.views import mcp_page
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/mcp/", admin.site.admin_view(mcp_page), name="admin_mcp"),
     path("admin/", admin.site.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -13,6 +13,12 @@ With executor rq the first event is the `task_waiting` "waiting for a free worke
 writes as it queues the job (apps/tasks/queued.py): the serving path (socket, intake, database,
 queue). `task_started` waits for a free worker: 100 tasks on 4 one-task-at-a-time workers queue,
 so that figure measures the queue.
+
+First (issue 41), on a 3-worker cluster: 8 tasks on the other workspaces alone, then 8 tasks on
+one workspace followed by the same 8 on the others: the others' start (creation to
+task_started) p95 must stay within 1 s of theirs alone — no worker waits behind the busy
+workspace (its waiting runs go back to the queue). AGENTKIT_BENCH_CLUSTER_CASES=busy runs only
+that case (its figures replace the last run's `busy_workspace`).
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ for i in range({count}):
         workspace_create(name=target.name, root_dir=target, members=[admin])
 """
 WORKERS = (1, 2, 4)
+# The busy-workspace case (issue 41): BUSY tasks on one workspace and BUSY on the others.
+BUSY, BUSY_WORKERS = 8, 3
+CASES = os.environ.get("AGENTKIT_BENCH_CLUSTER_CASES", "busy,throughput").split(",")
 LATENCY_S = 0.2
 SCRIPT = """\
 turns:
@@ -149,6 +158,71 @@ async def _first_events(cluster: MakeCluster, cookie: str) -> list[tuple[float, 
         return await asyncio.gather(*(one(i) for i in range(SOCKETS)))
 
 
+def _starts(db_url: str, ids: list[int]) -> list[float]:
+    """Per task: seconds from its creation to the start of its work (task_started)."""
+    with psycopg.connect(db_url, autocommit=True) as db:
+        rows = db.execute(
+            "select extract(epoch from started_at - created_at) from tasks_task where id = any(%s)",
+            (ids,),
+        ).fetchall()
+    return [float(seconds) for (seconds,) in rows]
+
+
+def _send(client: httpx.Client, cluster: MakeCluster, auth: dict, workspaces: list[str]) -> list:
+    ids = []
+    for i, workspace in enumerate(workspaces):
+        created = client.post(
+            f"http://127.0.0.1:{cluster.port + i % 2}/api/tasks",
+            json={"workspace": workspace, "text": f"cluster bench busy {i}"},
+            headers=auth,
+        )
+        created.raise_for_status()
+        ids.append(created.json()["id"])
+    return ids
+
+
+def _busy_workspace(cluster: MakeCluster, token: str) -> dict:
+    """BUSY tasks on one workspace, then BUSY on the others, on BUSY_WORKERS workers: the
+    others' starts, against the same tasks sent alone. A run that cannot take its workspace
+    goes back to the queue (apps/tasks/deferral.py): no worker waits behind the busy one."""
+    auth = {"Authorization": f"Bearer {token}"}
+    db_url = cluster.env_value("DATABASE_URL")
+    others = [f"bench-{1 + i % (WORKSPACES - 1)}" for i in range(BUSY)]
+    with httpx.Client(timeout=60) as client:
+        alone = _send(client, cluster, auth, others)
+        _wait_final(db_url, alone)
+        busy = _send(client, cluster, auth, ["bench-0"] * BUSY)
+        mixed = _send(client, cluster, auth, others)
+        _wait_final(db_url, busy + mixed)
+    alone_s, others_s, busy_s = (_starts(db_url, ids) for ids in (alone, mixed, busy))
+    return {
+        "workers": BUSY_WORKERS,
+        "busy_tasks": BUSY,
+        "other_tasks": BUSY,
+        "alone_start_p50_s": round(percentile(alone_s, 0.5), 3),
+        "alone_start_p95_s": round(percentile(alone_s, 0.95), 3),
+        "others_start_p50_s": round(percentile(others_s, 0.5), 3),
+        "others_start_p95_s": round(percentile(others_s, 0.95), 3),
+        "busy_start_max_s": round(max(busy_s), 3),
+    }
+
+
+def _wait_final(db_url: str, ids: list[int]) -> None:
+    deadline = time.monotonic() + 900
+    while True:
+        with psycopg.connect(db_url, autocommit=True) as db:
+            left = db.execute(
+                "select count(*) from tasks_task where id = any(%s) "
+                "and status in ('queued', 'running')",
+                (ids,),
+            ).fetchone()[0]
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{left} task(s) did not finish within 15 minutes")
+        time.sleep(0.25)
+
+
 def _cluster(tmp: Path, workers: int, url: str) -> MakeCluster:
     run = tmp / f"w{workers}"
     run.mkdir()
@@ -172,10 +246,20 @@ def main() -> dict:
     per_minute: dict[str, float] = {}
     latencies: list[tuple[float, float]] = []
     load_before = os.getloadavg()[0]
+    busy: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp_name:
         script = Path(tmp_name) / "script.yaml"
         script.write_text(SCRIPT)
         with running_in_subprocess(script=script, ttft=LATENCY_S) as url:
+            if "busy" in CASES:
+                cluster = _cluster(Path(tmp_name), BUSY_WORKERS, url)
+                try:
+                    made = cluster.manage("create_api_token", "admin")
+                    busy = _busy_workspace(cluster, made.stdout.strip().splitlines()[-1])
+                finally:
+                    _stop(cluster)
+            if "throughput" not in CASES:
+                return _busy_only(busy)
             for workers in WORKERS:
                 cluster = _cluster(Path(tmp_name), workers, url)
                 try:
@@ -205,8 +289,10 @@ def main() -> dict:
         "run_started_p95_s": round(percentile(starts, 0.95), 3),
         "load_average_1min_before": round(load_before, 2),
         "load_average_1min_after": round(os.getloadavg()[0], 2),
+        "busy_workspace": busy,
     }
     rows = [(f"{w} worker(s)", f"{per_minute[str(w)]} tasks/min") for w in WORKERS]
+    rows += _busy_rows(busy)
     rows += [
         ("scaling 4 vs 1 workers", f"{scaling:.2f}x (target >= 3x)"),
         (f"first event, {SOCKETS} sockets, p50", f"{figures['first_event_p50_s']} s"),
@@ -215,6 +301,25 @@ def main() -> dict:
         (f"run started, {SOCKETS} sockets, p95", f"{figures['run_started_p95_s']} s"),
     ]
     report("cluster", figures, table=rows)
+    return figures
+
+
+def _busy_rows(busy: dict) -> list[tuple[str, str]]:
+    if not busy:
+        return []
+    return [
+        ("busy workspace: others' start p95", f"{busy['others_start_p95_s']} s"),
+        ("  the same tasks alone: start p95", f"{busy['alone_start_p95_s']} s"),
+        ("  busy workspace's last start", f"{busy['busy_start_max_s']} s"),
+    ]
+
+
+def _busy_only(busy: dict) -> dict:
+    """AGENTKIT_BENCH_CLUSTER_CASES=busy: the case's figures replace the last run's."""
+    path = Path(__file__).resolve().parent / "results" / "cluster.json"
+    figures = json.loads(path.read_text())["figures"] if path.exists() else {}
+    figures["busy_workspace"] = busy
+    report("cluster", figures, table=_busy_rows(busy))
     return figures
 
 

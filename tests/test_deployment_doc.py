@@ -254,7 +254,7 @@ def test_several_hosts_followed_literally_on_one_machine(walk):
         print(log.read_text()[-6000:])
 
     connection = Redis.from_url(systemd_parse(env_file.read_text())["REDIS_URL"])
-    workers = {Job.fetch(f"task-{task_id}", connection=connection).worker_name for task_id in ids}
+    workers = {Job.fetch(f"task-{task_id}-1", connection=connection).worker_name for task_id in ids}
     assert len(workers) == 2, f"both tasks ran on one worker: {workers}"
     # One shared root: whichever ran second found the first one's edit in the same files.
     fixed = (tmp / "workspaces" / "demo" / "textkit" / "slug.py").read_text()

@@ -19,6 +19,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
+from apps.tasks.deferral import wake_behind
 from apps.tasks.local_delivery import deliver_local, task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
@@ -100,6 +101,10 @@ def task_end_now(
         from apps.specs.services import spec_finish_for_task
 
         spec_finish_for_task(task_id=task_id, completed=False)
+    try:  # the tasks deferred behind it get their jobs (deferral.py; else the reaper's round)
+        wake_behind(task_id)
+    except Exception:
+        log.warning("task %s: the tasks deferred behind it were not woken", task_id, exc_info=True)
     return [event.as_message() for event in events]
 
 

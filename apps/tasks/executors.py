@@ -19,16 +19,13 @@ from django.db import transaction
 
 from apps.tasks.conf import agent_config
 from apps.tasks.local_delivery import local_run_ended, local_run_started
-from apps.tasks.queued import QueuedOpening, record_queued
+from apps.tasks.queued import QueuedOpening
+from apps.tasks.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
 
 SERVING_SWITCH_INTERVAL_SECONDS = 0.001
-
-# The job RQ runs, by name: the worker imports it (apps/tasks/jobs.py, which runs the runner and
-# the reaper); importing it here would close a loop jobs → reaper → executors → jobs.
-RUN_TASK_JOB = "apps.tasks.jobs.run_task_job"
 
 # Strong references: the event loop keeps only weak ones to tasks.
 _inline_tasks: set[asyncio.Task] = set()
@@ -153,52 +150,6 @@ def warm_up() -> None:
         log.info("sandbox probe at start-up failed", exc_info=True)
 
 
-def task_enqueue_rq(
-    *, task_id: int, queue: str, review_wait: float = 0, reason: str | None = None
-) -> None:
-    """Put the task on RQ queue `queue` as job `task-<id>` (run_tasks --executor rq waits on it);
-    its time limit is the queue's plus `review_wait`, the spec review it may wait for."""
-    task_enqueue_rq_many(task_ids=[task_id], queue=queue, review_wait=review_wait, reason=reason)
-
-
-def task_enqueue_rq_many(
-    *,
-    task_ids: list[int],
-    queue: str,
-    review_wait: float = 0,
-    reason: str | None = None,
-    record: bool = True,
-) -> dict[int, list[dict]]:
-    """task_enqueue_rq for several tasks, in this order, in one Redis round trip. New tasks (no
-    `reason`) first get their `task_waiting` event, seq 1, with the jobs ahead (queued.py;
-    `record` False: they were created with it); returns those events' messages per task."""
-    from rq import Queue
-
-    limit = settings.RQ_QUEUES.get(queue, {}).get("DEFAULT_TIMEOUT", 3600)
-    rq_queue = _rq_queue(queue)
-    written: dict[int, list[dict]] = {}
-    if reason is None and record:
-        try:
-            for message in record_queued(task_ids, queue=queue, ahead=rq_queue.count):
-                written.setdefault(message["task_id"], []).append(message)
-        except Exception:  # the runs record their own events all the same (Redis down: below)
-            log.warning(
-                "tasks %s: their queued events could not be written", task_ids, exc_info=True
-            )
-    rq_queue.enqueue_many(
-        [
-            Queue.prepare_data(
-                RUN_TASK_JOB,
-                (task_id,) if reason is None else (task_id, reason),
-                job_id=f"task-{task_id}",
-                timeout=int(limit + review_wait),
-            )
-            for task_id in task_ids
-        ]
-    )
-    return written
-
-
 def rq_opening() -> QueuedOpening | None:
     """With executor rq, for a burst of socket messages about to become tasks: their first
     events, to be written in their creation's transaction (queued.QueuedOpening), with the jobs
@@ -208,28 +159,11 @@ def rq_opening() -> QueuedOpening | None:
     if config.executor.kind != "rq" or not settings.REDIS_URL:
         return None
     try:
-        ahead = _rq_queue(config.executor.queue).count
+        ahead = rq_queue(config.executor.queue).count
     except Exception:
         log.warning("the queue %r could not be read", config.executor.queue, exc_info=True)
         return None
     return QueuedOpening(queue=config.executor.queue, ahead=ahead)
-
-
-# (queue name, its connection settings) -> Redis client: django_rq.get_queue makes a new client
-# (a new connection pool, so a new TCP connection) at every call; a process keeps one per queue
-# and settings (redis-py's pool is thread-safe, and starts afresh in a forked child).
-_rq_connections: dict = {}
-
-
-def _rq_queue(name: str):
-    import django_rq
-    from django_rq.settings import QUEUES
-
-    key = (name, repr(sorted(QUEUES.get(name, {}).items())))
-    connection = _rq_connections.get(key)
-    if connection is None:
-        connection = _rq_connections[key] = django_rq.get_connection(name)
-    return django_rq.get_queue(name, connection=connection)
 
 
 def _serving_loop() -> asyncio.AbstractEventLoop | None:

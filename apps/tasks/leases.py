@@ -17,7 +17,10 @@ live run or are about to get one (`earlier_turn`: "waiting for the conversation'
 (task #12)"); a turn parked at its spec review holds nothing. A direct_chat of another
 conversation never waits.
 
-A run waiting in this process wakes as soon as a run of this process ends (`run_ended`); runs of
+A run of an RQ job does not wait in its worker: it goes back to the queue behind the task it
+waits for, and its next job comes when that task ends (deferral.py); waiting runs, deferred
+ones included, still take the lease in the order their tasks were created. A run waiting in
+this process (the inline executor) wakes as soon as a run of this process ends (`run_ended`); runs of
 other processes are seen within WAIT_POLL_SECONDS.
 """
 
@@ -27,6 +30,7 @@ import asyncio
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from apps.tasks.liveness import heartbeat_stale
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus, WorkspaceLease
@@ -68,13 +72,21 @@ def earlier_turn(*, task_id: int, conversation_id: int | None) -> Waiting | None
         Task.objects.filter(conversation_id=conversation_id, pk__lt=task_id)
         .exclude(status__in=FINAL_STATUSES | {TaskStatus.PARKED})
         .order_by("-pk")
-        .only("pk", "status", "run_owner", "heartbeat_at", "created_at")
+        .only("pk", "status", "run_owner", "heartbeat_at", "created_at", "deferred_behind")
     )
     for task in earlier:
-        unclaimed = task.run_owner == "" and not heartbeat_stale(None, since=task.created_at)
-        if unclaimed or _live(task):
+        if _waits_too(task) or _live(task):
             return Waiting(task.pk, turn=True)
     return None
+
+
+def _waits_too(task: Task) -> bool:
+    """A task with no run that will get one: its job was queued moments ago (a new task, one
+    handed over or woken: no owner, a fresh heartbeat), or it is deferred behind another task
+    (deferral.py: its next job comes when that one ends)."""
+    if task.deferred_behind_id is not None:
+        return True
+    return task.run_owner == "" and not heartbeat_stale(task.heartbeat_at, since=task.created_at)
 
 
 def lease_key(task: Task) -> str:
@@ -135,20 +147,22 @@ def _blocked(
 
 
 def _earlier_waiter(task_id: int, workspace_id: int, key: str) -> int | None:
-    """A task created before this one whose live run waits for the same lease."""
+    """A task created before this one that waits for the same lease too: its live run waits, or
+    it is deferred (deferral.py) or was just woken or handed over."""
     waiting = Task.objects.filter(
         workspace_id=workspace_id,
         status=TaskStatus.QUEUED,
         mode__in=LEASED_MODES,
         pk__lt=task_id,
-    ).exclude(run_owner="")
+    ).filter(~Q(run_owner="") | Q(deferred_behind__isnull=False) | Q(heartbeat_at__isnull=False))
     if ":branch:" in key:  # a repository's branch: only its own conversation's turns
         conversation = _conversation_of(key)
         if conversation is None:  # a task of its own: nobody else works on its branch
             return None
         waiting = waiting.filter(conversation_id=conversation)
-    for task in waiting.order_by("pk").only("pk", "status", "run_owner", "heartbeat_at"):
-        if _live(task):
+    fields = ("pk", "status", "run_owner", "heartbeat_at", "created_at", "deferred_behind")
+    for task in waiting.order_by("pk").only(*fields):
+        if _live(task) or _waits_too(task):
             return task.pk
     return None
 

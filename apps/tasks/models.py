@@ -159,10 +159,18 @@ class Task(models.Model):
     commit = models.CharField(max_length=64, blank=True, default="")
     base_commit = models.CharField(max_length=64, blank=True, default="")
     worktree = models.CharField(max_length=1024, blank=True, default="")
+    # A queued task whose RQ job went back to the queue because another task holds its workspace
+    # (or its conversation's earlier turn runs): that task; its end queues this one's next job
+    # (apps/tasks/deferral.py). Null when it waits for nothing.
+    deferred_behind = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When `events.retention` folded its token events into one per step (ops/retention.py).
+    events_folded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -172,6 +180,8 @@ class Task(models.Model):
             models.Index(fields=["user", "client_msg_id"], name="tasks_task_user_client_msg"),
             # The reaper's look for tasks without a live run (reaper.py).
             models.Index(fields=["status", "heartbeat_at"], name="tasks_task_status_beat"),
+            # Retention's look for finished tasks to fold (ops/retention.py).
+            models.Index(fields=["events_folded_at", "finished_at"], name="tasks_task_fold"),
         ]
 
     def __str__(self) -> str:

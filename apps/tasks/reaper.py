@@ -40,9 +40,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.tasks.db_threads import install as install_db_threads
+from apps.tasks.deferral import stuck, wake
 from apps.tasks.ending import INTERRUPTED, publish, task_end_now
+from apps.tasks.job_ids import current_job_id
 from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskEvent, TaskStatus
+from apps.tasks.ops.metrics import REAPER_ACTIONS
+from apps.tasks.ops.retention import sweep as retention_sweep
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +58,11 @@ BATCH = 100
 def orphans() -> list[Task]:
     cutoff = stale_before()
     never_beaten = Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
-    return list(
-        Task.objects.filter(status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING))
-        .filter(Q(heartbeat_at__lt=cutoff) | never_beaten)
-        .order_by("pk")[:BATCH]
-    )
+    waiting = Task.objects.filter(status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING))
+    dead = waiting.filter(Q(heartbeat_at__lt=cutoff) | never_beaten, deferred_behind__isnull=True)
+    # A deferred task waits for another task's end, which queues its next job (deferral.py):
+    # only one that nothing will wake any more is the reaper's.
+    return list(dead.order_by("pk")[:BATCH]) + stuck()
 
 
 def _rq_pending(task_id: int) -> bool:
@@ -81,7 +85,10 @@ def _rq_pending(task_id: int) -> bool:
         from rq.job import Job
 
         connection = django_rq.get_connection(executor.queue)
-        job = Job.fetch(f"task-{task_id}", connection=connection)
+        job_id = current_job_id(connection, task_id)
+        if job_id is None:
+            return False
+        job = Job.fetch(job_id, connection=connection)
         status = job.get_status(refresh=False)
         if status == "queued":
             return Queue(job.origin, connection=connection).get_job_position(job.id) is not None
@@ -152,6 +159,8 @@ def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     if task.cancel_requested_at is not None:
         messages = task_end_now(task.pk, TaskStatus.CANCELLED, expect=_same(task))
         return ("cancelled", messages) if messages else None
+    if task.deferred_behind_id is not None:  # what it waited for ended without waking it
+        return ("woken", None) if wake([task.pk], behind=task.deferred_behind_id) else None
     how = _take_over(task)
     if how is not None and task.orphaned < MAX_HANDOVERS:
         if not _hand_over(task):
@@ -229,6 +238,7 @@ def reap() -> list[tuple[int, str, list[dict] | None]]:
             continue
         if outcome is not None:
             log.warning("reaper: task %s had no live run: %s", task.pk, outcome[0])
+            REAPER_ACTIONS.labels(outcome[0]).inc()
             done.append((task.pk, *outcome))
     return done
 
@@ -238,6 +248,10 @@ async def reap_round() -> list[tuple[int, str, list[dict] | None]]:
     for task_id, _, messages in done:
         if messages:
             await publish(task_id, messages)
+    try:  # events.retention: finished tasks' token events folded (every few minutes at most)
+        await sync_to_async(retention_sweep, thread_sensitive=False)()
+    except Exception:
+        log.warning("retention: the finished tasks' events could not be folded", exc_info=True)
     return done
 
 

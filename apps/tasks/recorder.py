@@ -134,6 +134,7 @@ class EventRecorder:
             else flush_window_seconds(config)
         )
         self.flushes = 0  # transactions written (the benchmarks and tests read it)
+        self.observer = None  # sees every event recorded: metrics, traces (ops/observe.py)
         self._queued: list[TaskEvent] = []
         self._lock = asyncio.Lock()
         self._last_flush = float("-inf")  # monotonic start of the last flush
@@ -156,6 +157,8 @@ class EventRecorder:
             task_id=self.task_id, seq=self.seq, type=kind, data=data, ts=ts or timezone.now()
         )
         event.message = message = event.as_message()  # made once: delivered as it is
+        if self.observer is not None:
+            self.observer.event(kind, data, event.ts)
         self._queued.append(event)
         if kind in self.immediate or len(self._queued) >= MAX_QUEUED:
             await self.flush()

@@ -22,6 +22,7 @@ from apps.engine.events import ErrorStruct
 from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.task import TaskResult
 from apps.specs.stage import close_open_reviews
+from apps.tasks.deferral import defer, wake_behind
 from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now
 from apps.tasks.failure import scrub_struct
 from apps.tasks.leases import (
@@ -45,33 +46,41 @@ async def claim_task(task_id: int) -> str | None:
     return await sync_to_async(run_claim, thread_sensitive=False)(task_id)
 
 
+DEFERRED = "deferred"  # take_workspace: the run went back to the queue (deferral.py)
+LOST = "lost"  # take_workspace: the run no longer holds the task (a reaper or a cancel acted)
+
+
 async def take_workspace(
-    recorder: EventRecorder, task: Task, token: CancellationToken
-) -> bool | None:
+    recorder: EventRecorder, task: Task, token: CancellationToken, defer_claim: str | None = None
+) -> bool | str | None:
     """Wait for the task's turn in its conversation (the earlier turns end first), then hold its
     workspace before the run changes it: True once held, None for a mode that does not need it
     (direct_chat), False when the task was cancelled while it waited. While it waits the task
     stays `queued`; a `task_waiting` event names the task it waits for (again when that
-    changes)."""
+    changes). `defer_claim` (a run of an RQ job, holding that claim): instead of waiting, the run
+    gives the task back to the queue behind the task it waits for and returns DEFERRED (LOST
+    when it no longer held the task: someone else acted on it meanwhile)."""
     said: list[Waiting] = []
     turn = sync_to_async(earlier_turn, thread_sensitive=False)
     ask = partial(turn, task_id=task.pk, conversation_id=task.conversation_id)
-    if not await _wait(recorder, task, token, ask, said):
-        return False
+    waited = await _wait(recorder, task, token, ask, said, defer_claim)
+    if waited is not True:
+        return waited
     if task.mode not in LEASED_MODES:
         return None
     acquire = sync_to_async(lease_acquire, thread_sensitive=False)
     ask = partial(acquire, task_id=task.pk, workspace_id=task.workspace_id)
-    return await _wait(recorder, task, token, ask, said)
+    return await _wait(recorder, task, token, ask, said, defer_claim)
 
 
-async def _wait(recorder, task, token, ask, said: list[Waiting]) -> bool:
-    """Ask until nobody goes first (True) or the task is cancelled (False)."""
+async def _wait(recorder, task, token, ask, said: list[Waiting], defer_claim=None) -> bool | str:
+    """Ask until nobody goes first (True), the task is cancelled (False) or, with
+    `defer_claim`, the run went back to the queue (DEFERRED, or LOST)."""
     while True:
         waiting = await ask()
         if waiting is None:
             return True
-        if not said or said[-1] != waiting:
+        if (not said or said[-1] != waiting) and task.deferred_behind_id != waiting.task_id:
             said.append(waiting)
             await recorder.record(
                 "task_waiting",
@@ -84,6 +93,13 @@ async def _wait(recorder, task, token, ask, said: list[Waiting]) -> bool:
             )
         if token.cancelled:
             return False
+        if defer_claim is not None:
+            await recorder.flush()  # its task_waiting is stored before another run may start
+            if await sync_to_async(defer, thread_sensitive=False)(
+                task.pk, defer_claim, waiting.task_id
+            ):
+                return DEFERRED
+            return LOST
         await wait_for_release(task.workspace_id)
 
 
@@ -96,6 +112,7 @@ def _release(task_id: int, workspace_id: int, claim: str | None, leased: bool) -
     finally:
         if claim is not None:
             run_release(task_id, claim)
+        wake_behind(task_id)  # the runs deferred behind this one get their jobs
 
 
 async def release(task: Task, claim: str | None, leased: bool) -> None:

@@ -32,10 +32,13 @@ from apps.tasks.failure import secrets_of
 from apps.tasks.liveness import run_claim
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
+from apps.tasks.ops.observe import ObservedGateway, RunObserver
 from apps.tasks.recorder import EventRecorder, StorageFailed
 from apps.tasks.run_branch import BranchCommitter, enter_worktree
 from apps.tasks.run_guard import (
+    DEFERRED,
     INTERNAL_ERROR,
+    LOST,
     abort_run,
     claim_task,
     end_on_storage_failure,
@@ -96,11 +99,19 @@ def prepare_run(
 
 
 async def run_task(
-    task_id: int, prepared: PreparedRun | None = None, *, resume_reason: str | None = None
+    task_id: int,
+    prepared: PreparedRun | None = None,
+    *,
+    resume_reason: str | None = None,
+    defer: bool = False,
+    observer: RunObserver | None = None,
 ) -> str:
     """Run one task to its end; returns the final status. Safe to call for a finished task.
     `resume_reason`: why a resumed run resumes, written into its `task_resumed` event (the
-    reaper's take-over; None: on request)."""
+    reaper's take-over; None: on request). `defer` (an RQ job): when its workspace or its
+    conversation's turn is not free, the task goes back to the queue (deferral.py) and this
+    returns `queued` at once. `observer`: metrics and trace of the run (ops/observe.py; one is
+    made when none is given)."""
     if prepared is not None:
         task = prepared.task
     else:
@@ -116,6 +127,8 @@ async def run_task(
         status = await sync_to_async(selectors.task_status, thread_sensitive=False)(task_id=task_id)
         return status or "missing"
     recorder = EventRecorder(task)
+    recorder.observer = observer = observer or RunObserver(task)
+    outcome = "other"  # how the run ended, for the metrics
     token = CancellationToken()
     watcher = asyncio.create_task(_watch_cancel(task.pk, token))
     gateway: Gateway | None = None
@@ -125,8 +138,13 @@ async def run_task(
     try:
         config = agent_config()
         recorder.secrets = secrets_of(config)
-        taken = await take_workspace(recorder, task, token)  # one writer per workspace
-        leased = bool(taken)
+        # One writer per workspace.
+        taken = await take_workspace(recorder, task, token, claim if defer else None)
+        if taken in (DEFERRED, LOST):  # deferred: its next job comes when what it waits for ends
+            claim = None  # given back with the task (or lost): nothing to release, nobody to wake
+            outcome = "deferred" if taken == DEFERRED else "other"
+            return "queued"
+        leased = taken is True
         if taken is False:  # cancelled while it waited for the workspace
             await end_unstarted(recorder, task, "cancelled")
             return "cancelled"
@@ -140,7 +158,7 @@ async def run_task(
                 task, config
             )
         http = http_client_acquire(config)
-        gateway = Gateway(config, http_client=http)
+        gateway = ObservedGateway(config, http_client=http, observer=observer)
         point = checkpoints = None
         if task.mode == "plan_exec":  # an interrupted run's state, if any (resume.py)
             point = await sync_to_async(spec_checkpoints.resume_point_for)(task.pk)
@@ -184,6 +202,9 @@ async def run_task(
             await gateway.aclose()
         if http is not None:
             await http_client_release(config, http)
+        if outcome != "deferred" and observer.status is not None:  # its task_finished recorded
+            outcome = "finished"
+        observer.run_ended(outcome, observer.status)
     if recorder.stored_status is not None:  # read by the end-of-run hook, on its trip
         return recorder.stored_status
     # Else read on the shared pool (not on Django's one thread-sensitive thread).

@@ -35,6 +35,6 @@ def test_the_job_limit_adds_the_review_wait(
     task = new_task(user, ws)
     with transaction.atomic():
         task_submit(task_id=task.pk)
-    job = queue.fetch_job(f"task-{task.pk}")
+    job = queue.fetch_job(f"task-{task.pk}-1")
     queue.empty()
     assert job is not None and job.timeout == limit

@@ -98,7 +98,7 @@ def test_tasks_created_together_are_queued_together_in_order(demo, rq_queue):
     burst = [make_task(user, workspace, goal=f"burst {i}", mode="direct_chat") for i in range(3)]
     task_submit_many(tasks=burst)
 
-    assert rq_queue.job_ids[1:] == [f"task-{task.pk}" for task in burst]
+    assert rq_queue.job_ids[1:] == [f"task-{task.pk}-1" for task in burst]
     for ahead, task in enumerate(burst, start=1):
         [event] = _events(task)
         assert (event.seq, event.type, event.data["ahead"]) == (1, "task_waiting", ahead)
@@ -130,7 +130,7 @@ def test_messages_sent_together_queue_their_jobs_in_the_order_they_came(demo, rq
     made = async_to_sync(send_all)()
     ids = [created.task.pk for created in made if created.submitted]
     assert len(ids) == 6 and ids == sorted(ids)
-    assert rq_queue.job_ids == [f"task-{task_id}" for task_id in ids]
+    assert rq_queue.job_ids == [f"task-{task_id}-1" for task_id in ids]
     assert [_events(Task.objects.get(pk=i))[0].data["ahead"] for i in ids] == list(range(6))
     # each socket gets its task's stored seq 1 in hand, to send without reading it back
     for created in made:
@@ -153,7 +153,7 @@ def test_a_message_sent_again_while_its_task_waits_is_not_queued_twice(demo, rq_
     again = async_to_sync(send)()
     assert first.submitted and len(first.events) == 1
     assert again.task.pk == first.task.pk and not again.submitted and again.events == []
-    assert rq_queue.job_ids == [f"task-{first.task.pk}"]
+    assert rq_queue.job_ids == [f"task-{first.task.pk}-1"]
     assert [event.type for event in _events(first.task)] == ["task_waiting"]
 
 
@@ -214,7 +214,7 @@ def test_a_json_api_post_sent_again_answers_with_its_task_and_queues_nothing(dem
     again = client.post("/api/tasks", body, content_type="application/json")
     assert (first.status_code, again.status_code) == (201, 200), again.content
     assert again.json()["id"] == first.json()["id"]
-    assert rq_queue.job_ids == [f"task-{first.json()['id']}"]
+    assert rq_queue.job_ids == [f"task-{first.json()['id']}-1"]
     assert Task.objects.filter(client_msg_id="post-1").count() == 1
     assert [e.type for e in _events(Task.objects.get(pk=first.json()["id"]))] == ["task_waiting"]
 

@@ -30,7 +30,7 @@ def queued_long_ago(user, workspace, goal: str, queue) -> tuple[Task, Job]:
     task = make_task(user, workspace, goal=goal, mode="direct_chat")
     task_submit(task_id=task.pk)
     Task.objects.filter(pk=task.pk).update(created_at=timezone.now() - LONG_AGO)
-    return Task.objects.get(pk=task.pk), Job.fetch(f"task-{task.pk}", connection=queue.connection)
+    return Task.objects.get(pk=task.pk), Job.fetch(f"task-{task.pk}-1", connection=queue.connection)
 
 
 def taken_by_a_worker(job: Job, queue, *, started_ago: timedelta) -> None:
@@ -60,7 +60,8 @@ def test_a_task_whose_worker_died_before_claiming_it_is_started_again(demo, rq_q
     assert done == {started.pk: "restarted", popped.pk: "restarted"}
     assert reap() == []  # exactly once: the hand-over beat for them
     ids = set(rq_queue.job_ids)
-    assert {f"task-{started.pk}", f"task-{popped.pk}", f"task-{waiting.pk}"} <= ids
+    # a run of its own, a job of its own: the dead worker's job keeps its id
+    assert {f"task-{started.pk}-2", f"task-{popped.pk}-2", f"task-{waiting.pk}-1"} <= ids
 
     SimpleWorker([rq_queue], connection=rq_queue.connection).work(burst=True)
     for task in (waiting, started, popped):

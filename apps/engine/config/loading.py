@@ -32,9 +32,12 @@ from apps.engine.config.quality import (
 )
 from apps.engine.config.sandbox import SandboxConfig
 from apps.engine.config.server import (
+    EventsConfig,
     EvolutionConfig,
     ExecutorConfig,
+    MetricsConfig,
     PitfallsConfig,
+    TracingConfig,
     WorkspacesConfig,
 )
 from apps.engine.config.specs import PlannerConfig, SpecReviewConfig
@@ -68,6 +71,9 @@ class AgentkitConfig(Section):
     pitfalls: PitfallsConfig = PitfallsConfig()
     executor: ExecutorConfig = ExecutorConfig()
     workspaces: WorkspacesConfig = WorkspacesConfig()
+    metrics: MetricsConfig = MetricsConfig()  # config/server.py
+    tracing: TracingConfig = TracingConfig()
+    events: EventsConfig = EventsConfig()
     spec_review: SpecReviewConfig = SpecReviewConfig()  # config/specs.py
     planner: PlannerConfig = PlannerConfig()
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)  # config/mcp.py

@@ -1,4 +1,5 @@
-"""The server's sections: `evolution`, `pitfalls`, `executor`, `workspaces`."""
+"""The server's sections: `evolution`, `pitfalls`, `executor`, `workspaces`, `metrics`, `tracing`,
+`events`."""
 
 from __future__ import annotations
 
@@ -73,3 +74,40 @@ class WorkspacesConfig(Section):
             if not os.path.isabs(root):
                 raise ValueError(f"{root!r} is not an absolute path, e.g. /srv/projects")
         return roots
+
+
+class MetricsConfig(Section):
+    """`GET /metrics` (Prometheus text, apps/tasks/metrics_view.py): who may read it without an API token."""
+
+    # Client addresses (or networks, e.g. 10.0.0.0/8) allowed without a token; others need
+    # `Authorization: Bearer <token>` of a staff user (manage.py create_api_token).
+    allowed_addresses: list[str] = Field(default_factory=lambda: ["127.0.0.1", "::1"])
+
+    @field_validator("allowed_addresses")
+    @classmethod
+    def _networks(cls, addresses: list[str]) -> list[str]:
+        import ipaddress
+
+        for address in addresses:
+            try:
+                ipaddress.ip_network(address, strict=False)
+            except ValueError:
+                message = f"{address!r} is no IP address or network, e.g. 10.0.0.0/8"
+                raise ValueError(message) from None
+        return addresses
+
+
+class TracingConfig(Section):
+    """OpenTelemetry traces (on only when the standard OTEL_* environment variables say so)."""
+
+    # Put the prompts' and answers' text into model-call and tool-call spans. Off: spans carry
+    # models, token counts, outcomes and durations only.
+    include_text: bool = False
+
+
+class EventsConfig(Section):
+    """How a task's stored events age (apps/tasks/ops/retention.py)."""
+
+    # Days after a task finished at which its token and reasoning events are folded into one
+    # event per step (its chat replays the same); null: never.
+    retention: PositiveInt | None = None

@@ -35,6 +35,7 @@ from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.ending import publish_blocking, task_end_now
 from apps.tasks.event_writer import event_writer
 from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
+from apps.tasks.job_ids import current_job_id
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.reaper import reaper_start
 from apps.tasks.runner import run_task
@@ -308,7 +309,7 @@ async def _cancel_all(state: _State, options: BatchOptions) -> None:
 
 # ── executor rq ────────────────────────────────────────────────────────────────────────────────
 def _enqueue(task_id: int, queue: str) -> None:
-    from apps.tasks.executors import task_enqueue_rq
+    from apps.tasks.rq_submit import task_enqueue_rq
 
     task_enqueue_rq(task_id=task_id, queue=queue)
 
@@ -319,7 +320,11 @@ def _job_status(task_id: int, queue: str) -> str | None:
     from rq.job import Job
 
     try:
-        job = Job.fetch(f"task-{task_id}", connection=django_rq.get_connection(queue))
+        redis = django_rq.get_connection(queue)
+        job_id = current_job_id(redis, task_id)
+        if job_id is None:
+            return None
+        job = Job.fetch(job_id, connection=redis)
     except NoSuchJobError:
         return None
     return job.get_status(refresh=True)
@@ -331,7 +336,8 @@ def _drop_unstarted_job(task_id: int, queue: str) -> None:
     from rq.job import Job
 
     with contextlib.suppress(Exception):
-        job = Job.fetch(f"task-{task_id}", connection=django_rq.get_connection(queue))
+        redis = django_rq.get_connection(queue)
+        job = Job.fetch(current_job_id(redis, task_id) or "", connection=redis)
         if job.get_status(refresh=True) == "queued":
             job.cancel()
             abandon([task_id], reason="cancelled before a worker took it")

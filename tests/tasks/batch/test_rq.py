@@ -67,7 +67,7 @@ def test_executor_rq_runs_the_tasks_on_workers_and_waits_for_them(batch_env, red
         tasks = json.loads(report.read_text())["tasks"]
         assert [t["status"] for t in tasks] == ["completed"] * 3
         finished = Queue("agent", connection=Redis.from_url(url)).finished_job_registry
-        assert sorted(finished.get_job_ids()) == sorted(f"task-{t['task_id']}" for t in tasks)
+        assert sorted(finished.get_job_ids()) == sorted(f"task-{t['task_id']}-1" for t in tasks)
 
 
 def test_ctrl_c_with_executor_rq_cancels_the_running_and_the_waiting_jobs(batch_env, redis_url):
