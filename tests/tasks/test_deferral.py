@@ -16,6 +16,7 @@ from rq import SimpleWorker
 from apps.tasks.deferral import wake_behind
 from apps.tasks.ending import task_end_now
 from apps.tasks.executors import task_submit
+from apps.tasks.leases import lease_key
 from apps.tasks.models import Task, WorkspaceLease
 from apps.tasks.reaper import reap
 from tests.tasks.conftest import events_of
@@ -31,7 +32,7 @@ def holding(user, workspace) -> Task:
     Task.objects.filter(pk=holder.pk).update(
         status="running", run_owner="elsewhere:1:abc", heartbeat_at=timezone.now()
     )
-    WorkspaceLease.objects.create(workspace=workspace, task=holder)
+    WorkspaceLease.objects.create(workspace=workspace, task=holder, key=lease_key(holder))
     return holder
 
 
