@@ -4,7 +4,10 @@ step to its end; direct_chat, which changes nothing, never waits for it.
 
 A second run finds the lease held and waits, still `queued`, with a `task_waiting` event that
 says for which task ("waiting for task #12 on this workspace"); it takes the lease when the
-holder ends. Waiting runs take it in the order their tasks were created. The lease lives as long
+holder ends. Waiting runs take it in the order their tasks were created; a task the reaper
+handed over to a new run (reaper.py) waits from the hand-over on, `running` when its dead run
+had begun, so a later task whose run happens to ask first (a plan_exec task that would then hold
+the workspace while its spec awaits review) does not go before it. The lease lives as long
 as its holder's run: a holder that has ended, or whose heartbeat went stale (its process died,
 liveness.py), gives it up to the next run that asks — nothing to clean up after a crash.
 
@@ -100,10 +103,12 @@ def lease_acquire(*, task_id: int, workspace_id: int) -> Waiting | None:
 
 
 def _blocked(task_id: int, workspace_id: int, lease: WorkspaceLease | None = ...) -> Waiting | None:
-    """Whom the task waits for: the live holder of the lease, else an earlier live waiter."""
+    """Whom the task waits for: the live holder of the lease, else an earlier waiter."""
     if lease is ...:
         lease = WorkspaceLease.objects.filter(workspace_id=workspace_id).first()
-    if lease is not None and lease.task_id != task_id:
+    if lease is not None and lease.task_id == task_id:
+        return None
+    if lease is not None:
         holder = Task.objects.filter(pk=lease.task_id).first()
         if _live(holder):
             return Waiting(holder.pk)
@@ -112,17 +117,29 @@ def _blocked(task_id: int, workspace_id: int, lease: WorkspaceLease | None = ...
 
 
 def _earlier_waiter(task_id: int, workspace_id: int) -> int | None:
-    """A task of the workspace created before this one whose live run waits for the lease too."""
+    """A task of the workspace created before this one that waits for the lease too (called when
+    no live run holds it): a live run's task, `queued` — or `running`, resumed by a new run
+    after a take-over — or one the reaper handed over moments ago whose new run has yet to claim
+    it (no owner, a fresh heartbeat: it keeps its place until that heartbeat goes stale)."""
     waiting = Task.objects.filter(
         workspace_id=workspace_id,
-        status=TaskStatus.QUEUED,
+        status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING),
         mode__in=LEASED_MODES,
         pk__lt=task_id,
-    ).exclude(run_owner="")
+    )
     for task in waiting.order_by("pk").only("pk", "status", "run_owner", "heartbeat_at"):
-        if _live(task):
+        if _live(task) or _handed_over(task):
             return task.pk
     return None
+
+
+def _handed_over(task: Task) -> bool:
+    """The reaper gave the task to a new run that has not claimed it yet (reaper._hand_over)."""
+    return (
+        task.run_owner == ""
+        and task.heartbeat_at is not None
+        and not heartbeat_stale(task.heartbeat_at)
+    )
 
 
 def lease_release(*, task_id: int, workspace_id: int) -> None:
