@@ -16,10 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from tests.services import (
+    create_database,
     postgres_bin_dir,
     private_redis,
     shared_postgres,
@@ -36,6 +36,18 @@ def pytest_configure(config):
     run_dir = tempfile.mkdtemp(prefix="agentkit-test-run-")
     os.environ[RUN_DIR_ENV] = run_dir
     config.agentkit_run_dir = run_dir
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Modules with a test marked `slow` run first (in their order; the rest after, in theirs):
+    with the suite spread over xdist workers, a minute-long test that starts last would leave
+    the other workers idle while it runs."""
+
+    def module(item):
+        return getattr(item, "module", None)
+
+    slow = {module(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: module(item) not in slow)
 
 
 def pytest_unconfigure(config):
@@ -65,11 +77,12 @@ def quick_password_hashing():
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory) -> str:
     """A real Redis: the one `make test` started (AGENTKIT_TEST_REDIS_URL), else a private one.
-    Under pytest-xdist every worker starts a private one: the channel layer is Redis Pub/Sub,
-    whose channels are server-wide (not per database number), and each worker's task ids start
-    at 1, so workers sharing a server would hear each other's `task-1` events."""
+    Under pytest-xdist only the first worker (gw0) uses make test's; every other worker starts
+    a private one: the channel layer is Redis Pub/Sub, whose channels are server-wide (not per
+    database number), and each worker's task ids start at 1, so workers sharing a server would
+    hear each other's `task.1` events."""
     url = os.environ.get("AGENTKIT_TEST_REDIS_URL")
-    if url and WORKER == "main":
+    if url and WORKER in ("main", "gw0"):
         yield url
         return
     with private_redis(Path(tmp_path_factory.mktemp("redis"))) as started:
@@ -94,8 +107,16 @@ _databases = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def postgres_url(postgres_server):
-    """A fresh, empty PostgreSQL database per test module (in the session's cluster)."""
+    """A fresh, empty PostgreSQL database per test module (in the run's cluster)."""
+    run_dir = Path(os.environ[RUN_DIR_ENV])
+    return create_database(run_dir, postgres_server, f"agentkit_{WORKER}_m{next(_databases)}")
+
+
+@pytest.fixture(scope="module")
+def migrated_postgres_url(postgres_server):
+    """As postgres_url, with agentkit's migrations applied: a copy of a database that a real
+    `manage.py migrate` migrated once for the run (each migrate on PostgreSQL costs seconds).
+    Tests of migrate itself take postgres_url and run the command."""
+    run_dir = Path(os.environ[RUN_DIR_ENV])
     name = f"agentkit_{WORKER}_m{next(_databases)}"
-    with psycopg.connect(postgres_server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield postgres_server.rsplit("/", 1)[0] + "/" + name
+    return create_database(run_dir, postgres_server, name, migrated=True)

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support import free_port, wait_for_port
+from tests.support import free_port, manage, server_env, wait_for_port
 
 
 def redis_server_binary() -> str:
@@ -213,3 +213,31 @@ def stop_shared_postgres(shared: Path) -> None:
         if record.exists():
             stop_postgres(json.loads(record.read_text()))
             record.unlink()
+
+
+MIGRATED_TEMPLATE = "agentkit_migrated"
+
+
+def create_database(shared: Path, server_url: str, name: str, *, migrated: bool = False) -> str:
+    """A new database `name` in the run's cluster at `server_url`; returns its URL. `migrated`:
+    a copy (CREATE DATABASE … TEMPLATE) of a database that `manage.py migrate` migrated once for
+    the whole run, instead of an empty one. Under the run's lock: a template may be copied only
+    while nobody else uses it."""
+    import psycopg
+
+    base = server_url.rsplit("/", 1)[0]
+    with locked(shared / "postgres.lock"), psycopg.connect(server_url, autocommit=True) as conn:
+        if migrated and not (shared / "postgres-migrated").exists():
+            conn.execute(f'DROP DATABASE IF EXISTS "{MIGRATED_TEMPLATE}"')
+            conn.execute(f'CREATE DATABASE "{MIGRATED_TEMPLATE}"')
+            work = Path(tempfile.mkdtemp(prefix="agentkit-pg-migrate-"))
+            try:
+                env = server_env(work, DATABASE_URL=f"{base}/{MIGRATED_TEMPLATE}")
+                done = manage(env, "migrate", "--noinput", "-v", "0")
+                assert done.returncode == 0, done.stdout + done.stderr
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            (shared / "postgres-migrated").touch()
+        template = f' TEMPLATE "{MIGRATED_TEMPLATE}"' if migrated else ""
+        conn.execute(f'CREATE DATABASE "{name}"{template}')
+    return f"{base}/{name}"

@@ -180,7 +180,10 @@ def agentkit_server(
                 stderr=subprocess.STDOUT,
             )
     try:
-        wait_for_port(port, timeout=30, process=proc)
+        # a bound for a server that never comes, not a figure under test: generous, as a
+        # machine running the suite's workers in parallel may be busy (Daphne imports ~2 s of
+        # CPU at start)
+        wait_for_port(port, timeout=120, process=proc)
         yield Server(
             f"http://127.0.0.1:{port}",
             port,
