@@ -15,10 +15,14 @@ cleanup() {
   trap - INT TERM EXIT
   # REDIS_PID as well: start_redis sets it the moment Redis starts, before Redis is up and added
   # to CHILDREN (a Ctrl-C in between must not leave it running).
-  local pids=("${CHILDREN[@]}")
-  if [ -n "${REDIS_PID:-}" ] && [[ " ${CHILDREN[*]} " != *" $REDIS_PID "* ]]; then
-    pids+=("$REDIS_PID")
-  fi
+  # And the last child started ($!): a Ctrl-C right after `daphne &` runs this trap before the
+  # next line adds it to CHILDREN (its SIGINT is ignored: a background job of a script).
+  local pids=("${CHILDREN[@]}") extra
+  for extra in "${REDIS_PID:-}" "${!:-}"; do
+    if [ -n "$extra" ] && [[ " ${pids[*]} " != *" $extra "* ]]; then
+      pids+=("$extra")
+    fi
+  done
   if [ "${#pids[@]}" -gt 0 ]; then
     say "stopping ${#pids[@]} process(es): ${pids[*]}"
     stop_pids "${pids[@]}"

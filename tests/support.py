@@ -22,6 +22,9 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+# A directory every process of one pytest run shares (tests/conftest.py makes it in the
+# controlling process; xdist workers inherit it): set-ups done once per run live there.
+RUN_DIR_ENV = "AGENTKIT_TEST_RUN_DIR"
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -81,9 +84,6 @@ def server_env(tmp: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-_MIGRATED_SQLITE: list[Path] = []
-
-
 def _migrate(env: dict[str, str]) -> None:
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
@@ -97,25 +97,42 @@ def _migrate(env: dict[str, str]) -> None:
 
 def migrate_sqlite(env: dict[str, str]) -> None:
     """`manage.py migrate` on the SQLite file at env's DATABASE_URL. A new file is a copy of a
-    database this test session migrated once, by a real `manage.py migrate` (the same migrations
-    for every test; running them per test cost seconds each); an existing one is migrated by the
-    command. Tests of migrate itself run the command."""
+    database this test run migrated once, by a real `manage.py migrate` (the same migrations
+    for every test; running them per test cost seconds each; the copy is shared by the run's
+    xdist workers); an existing one is migrated by the command. Tests of migrate itself run the
+    command."""
     url = env["DATABASE_URL"]
     assert url.startswith("sqlite:///"), f"migrate_sqlite needs a SQLite DATABASE_URL, got {url}"
     target = Path(url.removeprefix("sqlite:///"))
     if target.exists():
         _migrate(env)
         return
-    if not _MIGRATED_SQLITE:
-        where = Path(tempfile.mkdtemp(prefix="agentkit-migrated-"))
-        atexit.register(shutil.rmtree, where, True)
-        template = where / "db.sqlite3"
-        _migrate({**env, "DATABASE_URL": f"sqlite:///{template}", "AGENTKIT_VAR_DIR": str(where)})
-        # the migrating process is gone: its WAL is checkpointed into the file, nothing beside it
-        assert not Path(f"{template}-wal").exists()
-        _MIGRATED_SQLITE.append(template)
+    template = _migrated_template(env)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(_MIGRATED_SQLITE[0], target)
+    shutil.copyfile(template, target)
+
+
+def _migrated_template(env: dict[str, str]) -> Path:
+    """The run's migrated SQLite file, made by the first process that needs it (under a lock in
+    the run's shared directory; a private temporary one outside a pytest run)."""
+    from tests.services import locked
+
+    if RUN_DIR_ENV not in os.environ:
+        os.environ[RUN_DIR_ENV] = tempfile.mkdtemp(prefix="agentkit-test-run-")
+        atexit.register(shutil.rmtree, os.environ[RUN_DIR_ENV], True)
+    where = Path(os.environ[RUN_DIR_ENV]) / "migrated"
+    template = where / "db.sqlite3"
+    where.mkdir(exist_ok=True)
+    with locked(where / "lock"):
+        if not template.exists():
+            partial = where / "partial.sqlite3"
+            _migrate(
+                {**env, "DATABASE_URL": f"sqlite:///{partial}", "AGENTKIT_VAR_DIR": str(where)}
+            )
+            # the migrating process is gone: its WAL is checkpointed into the file
+            assert not Path(f"{partial}-wal").exists()
+            partial.rename(template)
+    return template
 
 
 @contextlib.contextmanager
@@ -163,7 +180,10 @@ def agentkit_server(
                 stderr=subprocess.STDOUT,
             )
     try:
-        wait_for_port(port, timeout=30, process=proc)
+        # a bound for a server that never comes, not a figure under test: generous, as a
+        # machine running the suite's workers in parallel may be busy (Daphne imports ~2 s of
+        # CPU at start)
+        wait_for_port(port, timeout=120, process=proc)
         yield Server(
             f"http://127.0.0.1:{port}",
             port,

@@ -7,7 +7,10 @@ worktrees.py), so tasks on one repository run in parallel.
 
 A second run finds the lease held and waits, still `queued`, with a `task_waiting` event that
 says for which task ("waiting for task #12 on this workspace"); it takes the lease when the
-holder ends. Waiting runs take it in the order their tasks were created. The lease lives as long
+holder ends. Waiting runs take it in the order their tasks were created; a task the reaper
+handed over to a new run (reaper.py) waits from the hand-over on, `running` when its dead run
+had begun, so a later task whose run happens to ask first (a plan_exec task that would then hold
+the workspace while its spec awaits review) does not go before it. The lease lives as long
 as its holder's run: a holder that has ended, or whose heartbeat went stale (its process died,
 liveness.py), gives it up to the next run that asks — nothing to clean up after a crash.
 
@@ -135,10 +138,12 @@ def lease_acquire(*, task_id: int, workspace_id: int, key: str | None = None) ->
 def _blocked(
     task_id: int, workspace_id: int, key: str, lease: WorkspaceLease | None = ...
 ) -> Waiting | None:
-    """Whom the task waits for: the live holder of the lease, else an earlier live waiter."""
+    """Whom the task waits for: the live holder of the lease, else an earlier waiter."""
     if lease is ...:
         lease = WorkspaceLease.objects.filter(key=key).first()
-    if lease is not None and lease.task_id != task_id:
+    if lease is not None and lease.task_id == task_id:
+        return None
+    if lease is not None:
         holder = Task.objects.filter(pk=lease.task_id).first()
         if _live(holder):
             return Waiting(holder.pk)
@@ -147,11 +152,14 @@ def _blocked(
 
 
 def _earlier_waiter(task_id: int, workspace_id: int, key: str) -> int | None:
-    """A task created before this one that waits for the same lease too: its live run waits, or
-    it is deferred (deferral.py) or was just woken or handed over."""
+    """A task created before this one that waits for the same lease too (called when no live run
+    holds it): a live run's task, `queued` — or `running`, resumed by a new run after a
+    take-over —, one deferred (deferral.py), or one just woken or handed over by the reaper whose
+    new run has yet to claim it (no owner, a fresh heartbeat: it keeps its place until that
+    heartbeat goes stale)."""
     waiting = Task.objects.filter(
         workspace_id=workspace_id,
-        status=TaskStatus.QUEUED,
+        status__in=(TaskStatus.QUEUED, TaskStatus.RUNNING),
         mode__in=LEASED_MODES,
         pk__lt=task_id,
     ).filter(~Q(run_owner="") | Q(deferred_behind__isnull=False) | Q(heartbeat_at__isnull=False))

@@ -48,10 +48,8 @@ print(json.dumps({"vendor": connection.vendor, "outcomes": data.outcomes,
 """
 
 
-def test_dashboard_series_are_the_same_on_postgres(postgres_url, tmp_path):
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    migrated = manage(env, "migrate", "--noinput", "-v", "0")
-    assert migrated.returncode == 0, migrated.stderr
+def test_dashboard_series_are_the_same_on_postgres(migrated_postgres_url, tmp_path):
+    env = server_env(tmp_path, DATABASE_URL=migrated_postgres_url)
     result = manage(env, "shell", "-c", SCRIPT)
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout.strip().splitlines()[-1])
@@ -91,11 +89,11 @@ print(json.dumps({"vendor": connection.vendor, "cell": cell}))
 """
 
 
-def test_the_evaluations_list_keeps_the_runs_mode_order_on_postgres(postgres_url, tmp_path):
+def test_the_evaluations_list_keeps_the_runs_mode_order_on_postgres(
+    migrated_postgres_url, tmp_path
+):
     """jsonb keeps no key order (shorter keys first): the list follows the run's `modes`."""
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    migrated = manage(env, "migrate", "--noinput", "-v", "0")
-    assert migrated.returncode == 0, migrated.stderr
+    env = server_env(tmp_path, DATABASE_URL=migrated_postgres_url)
     result = manage(env, "shell", "-c", EVALUATIONS_SCRIPT)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])

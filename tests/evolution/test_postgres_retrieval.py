@@ -57,10 +57,8 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_retrieval_on_postgres_ranks_gates_and_isolates(postgres_url, tmp_path):
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    migrated = manage(env, "migrate", "--noinput", "-v", "0")
-    assert migrated.returncode == 0, migrated.stderr
+def test_retrieval_on_postgres_ranks_gates_and_isolates(migrated_postgres_url, tmp_path):
+    env = server_env(tmp_path, DATABASE_URL=migrated_postgres_url)
     ran = manage(env, "shell", "-c", SCRIPT)
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout.strip().splitlines()[-1])

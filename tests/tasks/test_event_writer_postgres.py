@@ -56,10 +56,8 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_twenty_concurrent_tasks_bulk_write_events_on_postgres(postgres_url, tmp_path):
-    env = server_env(tmp_path, DATABASE_URL=postgres_url)
-    migrated = manage(env, "migrate", "--noinput", "-v", "0")
-    assert migrated.returncode == 0, migrated.stderr
+def test_twenty_concurrent_tasks_bulk_write_events_on_postgres(migrated_postgres_url, tmp_path):
+    env = server_env(tmp_path, DATABASE_URL=migrated_postgres_url)
     ran = manage(env, "shell", "-c", SCRIPT)
     assert ran.returncode == 0, ran.stderr
     line = next(x for x in ran.stdout.splitlines() if x.startswith("RESULT "))

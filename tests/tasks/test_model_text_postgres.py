@@ -87,10 +87,8 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def runs(postgres_url, tmp_path_factory) -> dict:
-    env = server_env(tmp_path_factory.mktemp("pg-text"), DATABASE_URL=postgres_url)
-    migrated = manage(env, "migrate", "--noinput", "-v", "0")
-    assert migrated.returncode == 0, migrated.stderr
+def runs(migrated_postgres_url, tmp_path_factory) -> dict:
+    env = server_env(tmp_path_factory.mktemp("pg-text"), DATABASE_URL=migrated_postgres_url)
     ran = manage(env, "shell", "-c", SCRIPT)
     assert ran.returncode == 0, ran.stderr[-3000:]
     line = next(x for x in ran.stdout.splitlines() if x.startswith("RESULT "))
@@ -130,8 +128,8 @@ def test_a_long_answer_is_stored_once_in_full_on_postgres(runs):
 
 
 @pytest.fixture(scope="module")
-def pg_table(postgres_url):
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
+def pg_table(migrated_postgres_url):
+    with psycopg.connect(migrated_postgres_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE IF NOT EXISTS storable_text (body text, data jsonb)")
         yield conn
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from apps.tasks.liveness import run_claim, run_release
 from apps.tasks.models import Task
 from apps.tasks.reaper import MAX_HANDOVERS, reap
+from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import add_events, make_task
 
@@ -80,6 +81,11 @@ def test_each_kind_of_orphan_gets_what_it_needs_and_live_tasks_are_left_alone(de
         assert reap() == []  # exactly once
     finally:
         run_release(alive.pk, claim)
+        # the planned task's run waits for its review in a thread of this process: end it
+        if task_request_cancel(task=Task.objects.get(pk=unplanned.pk)):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not Task.objects.get(pk=unplanned.pk).is_finished:
+                time.sleep(0.1)
 
 
 def test_a_task_whose_runs_keep_dying_is_ended_after_a_few_hand_overs(demo):

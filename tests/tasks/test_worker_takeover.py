@@ -41,7 +41,9 @@ def _row(db_url: str, task_id: int):
         ).fetchone()
 
 
-def test_a_task_whose_worker_was_killed_is_taken_over_by_another_worker(tmp_path, postgres_url):
+def test_a_task_whose_worker_was_killed_is_taken_over_by_another_worker(
+    tmp_path, migrated_postgres_url
+):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "README.md").write_text("a workspace\n")
@@ -63,11 +65,10 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         env = server_env(
             tmp_path,
             AGENTKIT_CONFIG=str(config),
-            DATABASE_URL=postgres_url,
+            DATABASE_URL=migrated_postgres_url,
             REDIS_URL=redis_url,
             AGENTKIT_EXECUTOR="rq",  # agentkit.yaml says inline: the environment decides
         )
-        assert manage(env, "migrate", "-v", "0").returncode == 0
         made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
         assert made.returncode == 0, made.stderr
         task_id = int(made.stdout.strip().splitlines()[-1])
@@ -81,14 +82,14 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
             while len(server.requests) < 5:  # the planner, steps 1-3, and step 4 (hanging)
                 assert time.monotonic() < deadline, "step 4 never started"
                 time.sleep(0.1)
-            status, owner = _row(postgres_url, task_id)
+            status, owner = _row(migrated_postgres_url, task_id)
             assert status == "running"
             pid = int(owner.split(":")[1])  # host:pid:token of the run's process
             victim = next(w for w in workers if w.pid == pid)  # a worker ran it, not a thread
             os.kill(victim.pid, signal.SIGKILL)
             victim.wait(timeout=10)
             killed = time.monotonic()
-            while _row(postgres_url, task_id)[0] != "completed":
+            while _row(migrated_postgres_url, task_id)[0] != "completed":
                 assert time.monotonic() - killed < 30, "not taken over within 30 s"
                 time.sleep(0.2)
         finally:
@@ -104,7 +105,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
                 log.close()
 
         assert [is_planner(r) for r in server.requests].count(True) == 1  # no replanning
-        with psycopg.connect(postgres_url, autocommit=True) as db:
+        with psycopg.connect(migrated_postgres_url, autocommit=True) as db:
             events = db.execute(
                 "select seq, type, data from tasks_taskevent where task_id=%s order by seq",
                 (task_id,),

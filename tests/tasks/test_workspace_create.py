@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from apps.tasks.models import Task, Workspace
-from tests.support import ROOT, server_env
+from tests.support import ROOT, migrate_sqlite, server_env
 from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db
@@ -268,7 +268,7 @@ def test_call_tool_resolves_a_workspace_name_before_a_directory(tmp_path):
         text=True,
         timeout=120,
     )
-    assert run("migrate", "--noinput", "-v", "0").returncode == 0
+    migrate_sqlite(env)
     assert run("bootstrap").returncode == 0
     done = run(
         "call_tool", "read_file", "--workspace", "demo", "--args", '{"path": "textkit/slug.py"}'

@@ -310,8 +310,10 @@ def _ast_oracle(source: str) -> tuple[Counter, dict[tuple[str, int], str | None]
 @pytest.mark.slow
 def test_symbol_extraction_agrees_with_ast_on_the_django_source_tree():
     """extract_symbols (ast) and the tree-sitter-python extractor, which shares its code with
-    every other language, both find exactly the definitions ast finds, with the same lines."""
-    started = time.monotonic()
+    every other language, both find exactly the definitions ast finds, with the same lines.
+    Its cost is this thread's CPU time, not the wall clock: the suite runs in parallel processes
+    on a shared machine, where the wall clock measures the neighbours too."""
+    started = time.thread_time()
     files = sorted(Path(django.__path__[0]).rglob("*.py"))
     checked = 0
     for path in files:
@@ -325,7 +327,7 @@ def test_symbol_extraction_agrees_with_ast_on_the_django_source_tree():
                 assert span.parent == parents[(span.name, span.start_line)], (path, span)
         checked += sum(expected.values())
     assert len(files) > 800 and checked > 10_000
-    assert time.monotonic() - started < 30
+    assert time.thread_time() - started < 30
 
 
 def _py_tree_sitter(source: str) -> list[SymbolSpan]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.evolution.conftest import evolution_queue  # noqa: F401  (a fixture used here)
-from tests.support import ROOT, manage, server_env
+from tests.support import ROOT, manage, migrate_sqlite, server_env
 
 # Workspaces the tests copy and give the agent (prelint/: a deliberately failing test of its own):
 # their files are material, not tests of this project.
@@ -101,7 +101,7 @@ def batch_config(tmp: Path) -> Path:
 def batch_env(tmp_path_factory) -> BatchEnv:
     tmp = tmp_path_factory.mktemp("batch")
     env = server_env(tmp, AGENTKIT_CONFIG=str(batch_config(tmp)))
-    for args in (("migrate", "--noinput", "-v", "0"), ("bootstrap",)):
-        done = manage(env, *args)
-        assert done.returncode == 0, done.stderr
+    migrate_sqlite(env)
+    done = manage(env, "bootstrap")
+    assert done.returncode == 0, done.stderr
     return BatchEnv(tmp, env)
