@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from apps.engine.events import ErrorStruct, Event, FinalStatus
 from apps.engine.llm.types import Message, Usage
@@ -55,6 +55,15 @@ class UsageTotals(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     llm_calls: int = 0
+    estimated: bool = False  # some counts were estimated from text (the server sent none)
+
+    @model_serializer(mode="wrap")
+    def _drop_unestimated(self, handler):
+        """`estimated` only where it is true: other usage stays as it always was."""
+        data = handler(self)
+        if not data.get("estimated"):
+            data.pop("estimated", None)
+        return data
 
     @classmethod
     def of(cls, usage: Usage, llm_calls: int) -> UsageTotals:

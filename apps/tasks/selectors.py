@@ -189,6 +189,8 @@ def usage_summary(usages, costs=()) -> dict:
             value = (usage or {}).get(key)
             if isinstance(value, int):
                 totals[key] += value
+    if any(isinstance(usage, dict) and usage.get("estimated") for usage in usages):
+        totals["estimated"] = True  # some counts were estimated from text: shown with "~"
     prompt = totals["input_tokens"]
     totals["cache_hit_rate"] = round(totals["cache_read_tokens"] / prompt, 4) if prompt else None
     totals["cost"] = round(sum(costs), 6)

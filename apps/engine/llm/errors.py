@@ -26,6 +26,9 @@ _CONTEXT_HINTS = (
     "context_length_exceeded",
     "context length",
     "context window",
+    "context size",  # llama.cpp: "exceeds the available context size" (exceed_context_size_error)
+    "context_size",
+    "n_ctx",
     "maximum context",
     "prompt is too long",
     "too many tokens",

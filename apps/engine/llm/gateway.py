@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 
 from apps.engine.config import AgentkitConfig, ModelConfig, ModelPrice
+from apps.engine.llm.cachesim import estimate_tokens
 from apps.engine.llm.errors import (
     EmptyResponseError,
     LLMConfigurationError,
@@ -58,7 +59,7 @@ from apps.engine.llm.providers.openai import OpenAIProvider
 from apps.engine.llm.providers.script import Script
 from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.text import StorableStream, storable, storable_call
-from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
+from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage, sorted_json
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +262,9 @@ class Gateway:
                             if held := pieces.end():  # a half surrogate the stream ended on
                                 yield StreamDelta(text=held)
                             response = self._checked(name, provider, delta.response, calls)
+                            if not response.usage.input_tokens and not response.usage.output_tokens:
+                                response.usage = estimated_usage(request, response)
+                                response.cost = self.cost(name, response.usage)
                             yield StreamDelta(response=response)
                             return
                     raise LLMConnectionError(f"{name}: the provider ended without an answer")
@@ -316,6 +320,29 @@ class Gateway:
             return min(float(asked), retries.max_backoff)
         wait = min(retries.max_backoff, retries.initial_backoff * 2 ** (attempt - 1))
         return wait * random.uniform(0.75, 1.0)
+
+
+def estimated_usage(request: ChatRequest, response: ChatResponse) -> Usage:
+    """Token counts estimated from the text (about 4 characters a token) for an answer whose
+    server reported none (no usage block, even with `stream_options.include_usage`): marked
+    `estimated`, so a run is never shown as free and empty."""
+    prompt = [block.text for block in request.system]
+    for message in request.messages:
+        prompt.append(message.content)
+        prompt.extend(call.name + sorted_json(call.arguments) for call in message.tool_calls)
+    prompt.extend(
+        tool.name + tool.description + sorted_json(tool.input_schema) for tool in request.tools
+    )
+    answer = [response.content, response.reasoning]
+    answer.extend(
+        call.name + (call.raw_arguments or sorted_json(call.arguments))
+        for call in response.tool_calls
+    )
+    return Usage(
+        input_tokens=max(1, estimate_tokens("".join(prompt))),
+        output_tokens=max(1, estimate_tokens("".join(answer))),
+        estimated=True,
+    )
 
 
 def _give_up(failures: list[tuple[str, LLMError]]) -> LLMError:

@@ -43,11 +43,15 @@ from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.context.compressor import Compressor
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.failure import recovery, structs
-from apps.engine.llm.errors import LLMError
+from apps.engine.llm.errors import ContextWindowError, LLMError
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop import setup as run_setup
 from apps.engine.loop.cancellation import CancellationToken
-from apps.engine.loop.compression import compress_run, compression_due
+from apps.engine.loop.compression import (
+    compress_after_overflow,
+    compress_run,
+    compression_due,
+)
 from apps.engine.loop.detection import LoopVerdict, describe_calls
 from apps.engine.loop.flow import (
     Cancelled,
@@ -308,6 +312,11 @@ class ReActEngine:
                         yield event
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
+            except ContextWindowError:  # the server's window is smaller: compress, retry once
+                if (event := await compress_after_overflow(self.compressor, run)) is None:
+                    raise
+                run.steps -= 1  # the same step again, on the compressed conversation
+                yield event
 
     async def _call(self, run: RunState, request: ChatRequest) -> ChatResponse:
         """One model call whose text is not shown (a reflect call): its reply, counted."""

@@ -52,6 +52,7 @@ class RunState:
     tracker: PhaseTracker | None = None  # plan_exec only
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
+    overflow_compressed: bool = False  # compressed once after the server's context overflow
     recoveries: int = 0  # Recovery attempts made (recovery.py)
     failure: Finished | None = None  # the failed attempt Recovery works on
     edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
@@ -70,13 +71,16 @@ class RunState:
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
         usage = self.usage
-        return {
+        data = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens,
             "llm_calls": self.llm_calls,
         }
+        if usage.estimated:
+            data["estimated"] = True
+        return data
 
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=structs.interrupted())

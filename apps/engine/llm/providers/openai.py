@@ -58,7 +58,9 @@ def message_json(message: Message) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
-        out["content"] = message.content or None
+        # "" rather than null beside tool calls: some llama.cpp-family servers refuse null
+        # with HTTP 500 (OpenAI takes either)
+        out["content"] = message.content or ""
         out["tool_calls"] = [
             {
                 "id": call.id,
