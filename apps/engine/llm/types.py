@@ -160,6 +160,11 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     structured: StructuredOutput | None = None
+    # "required": the reply must be a call of one of `tools` (servers that constrain output by
+    # grammar then make it a schema-valid one); None: the model may answer in text
+    tool_choice: str | None = None
+    # The temperature when neither `temperature` nor the alias sets one (agent steps: low)
+    default_temperature: float | None = None
 
 
 @dataclass(slots=True)

@@ -62,6 +62,7 @@ from apps.engine.loop.flow import (
     Redirect,
 )
 from apps.engine.loop.state import RunState
+from apps.engine.loop.textcalls import final_answer_text, nudge_text, text_call, undone_work
 from apps.engine.plan import gate as phase_gate
 from apps.engine.plan import reflexion, verification_gate
 from apps.engine.plan.phases import PhasePolicy
@@ -205,7 +206,13 @@ class ReActEngine:
                 due = compression_due(self.compressor, run)
                 if due and (compressed := await compress_run(self.compressor, run)) is not None:
                     yield compressed
-                request = ChatRequest(tuple(run.messages), run.system, run.specs)
+                request = ChatRequest(
+                    tuple(run.messages),
+                    run.system,
+                    run.specs,
+                    tool_choice=run.tool_choice,
+                    default_temperature=run.step_temperature,
+                )
                 batcher = run.batcher.begin()  # a new call: its first text goes out at once
                 thoughts = run.reasoning_batcher.begin()  # its reasoning: `reasoning` events
                 run.reply, shown, thought, guard = None, False, False, run.interrupter.guard
@@ -252,6 +259,13 @@ class ReActEngine:
                     yield run.event_of("token", {"step": run.steps, "text": rest})
                 reply = run.reply
                 _count(run, reply)
+                if run.specs and run.task.mode != "direct_chat":
+                    if not reply.tool_calls and (call := text_call(reply.content, run.specs)):
+                        reply.tool_calls, reply.content = [call], ""  # a call written as text
+                        if shown:  # shown as the call it is, not as its JSON
+                            yield run.event("token", step=run.steps, text="", restart=True)
+                    if (text := final_answer_text(reply.tool_calls)) is not None:
+                        reply.tool_calls, reply.content = [], text  # tool_choice: required
                 # Message("assistant", content, calls, thinking=...), positionally: the thinking
                 # blocks (signed) go back with it on the next call (providers/anthropic.py)
                 run.messages.append(
@@ -305,6 +319,7 @@ class ReActEngine:
                     observations.append(_observe(run, call, result))
                     any_error = any_error or not result.ok
                     acted = acted or call.name not in self.non_action_tools
+                run.acted = run.acted or acted
                 action = describe_calls(reply.tool_calls) if acted else None
                 seen = observations[0] if len(observations) == 1 else "\n".join(observations)
                 if verdict := run.detector.record(action, seen, error=any_error):
@@ -343,6 +358,15 @@ class ReActEngine:
                 async for event in self._on_loop(run, verdict, prefix=problem):
                     yield event
             raise Redirect(Message("user", problem))
+        if (
+            run.nudge_prose
+            and not run.tool_nudged
+            and not run.acted
+            and run.task.mode == "react"
+            and undone_work(run.task.goal, reply.content, run.specs)
+        ):  # prose while the work is undone: once, what tools exist and how to call them
+            run.tool_nudged = True
+            raise Redirect(Message("user", nudge_text(run.specs)))
         reason = run.tracker is not None and not run.nudged and reflexion.unfinished(reply.content)
         if reason:  # plan_exec: an answer that says it is unfinished goes back once (R10)
             run.nudged = True

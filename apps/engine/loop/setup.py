@@ -16,6 +16,7 @@ from apps.engine.loop.detection import LoopDetector
 from apps.engine.loop.flow import Cancelled, Finished, TimedOut
 from apps.engine.loop.state import RunState
 from apps.engine.loop.streaming import DeltaBatcher
+from apps.engine.loop.textcalls import FINAL_ANSWER_SPEC
 from apps.engine.plan import phases
 from apps.engine.plan.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import Verifier
@@ -53,6 +54,13 @@ def prepare(engine: EngineParts, run: RunState, cancel: CancellationToken | None
         run.tracker = PhaseTracker.for_run(cfg.plan_exec, engine.phase_policy)
         run.specs = (*run.specs, phases.ADVANCE_SPEC)
         skill_prompt = f"{phases.PLAN_EXEC_INSTRUCTIONS}\n\n{skill_prompt}".strip()
+    alias = cfg.models.get(task.model or cfg.llm.main)
+    if task.mode != "direct_chat":
+        run.step_temperature = cfg.react.step_temperature
+        if alias is not None and alias.tool_choice == "required" and run.specs:
+            run.tool_choice = "required"  # the final answer is a tool too (textcalls.py)
+            run.specs = (*run.specs, FINAL_ANSWER_SPEC)
+        run.nudge_prose = alias is not None and alias.provider != "scripted"  # scripts as written
     run.specs = canonical_tools(run.specs)  # sorted, canonical JSON: cache-stable bytes
     run.system = build_system_prompt(  # stable block, breakpoint, volatile block (prompt.py)
         mode="direct_chat" if task.mode == "direct_chat" else "react",

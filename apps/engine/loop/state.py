@@ -53,6 +53,11 @@ class RunState:
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
     overflow_compressed: bool = False  # compressed once after the server's context overflow
+    tool_choice: str | None = None  # "required": every step a tool call, final_answer included
+    step_temperature: float | None = None  # the steps' temperature where the alias sets none
+    tool_nudged: bool = False  # a prose reply with the work undone was sent back once
+    acted: bool = False  # some tool ran in this run
+    nudge_prose: bool = False  # prose with the work undone gets one nudge (not scripted models)
     recoveries: int = 0  # Recovery attempts made (recovery.py)
     failure: Finished | None = None  # the failed attempt Recovery works on
     edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order

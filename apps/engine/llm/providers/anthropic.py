@@ -189,8 +189,12 @@ def build_body(
     body["messages"] = messages
     if not thinking:
         temperature = request.temperature if request.temperature is not None else temperature
+        if temperature is None:
+            temperature = request.default_temperature
     if temperature is not None:
         body["temperature"] = temperature
+    if request.tools and request.tool_choice == "required" and not thinking:
+        body["tool_choice"] = {"type": "any"}
     if request.tools:
         body["tools"] = [
             {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}

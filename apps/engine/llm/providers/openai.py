@@ -21,6 +21,7 @@ and tool calls alone (DeepSeek refuses a request whose messages carry `reasoning
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from apps.engine.llm.errors import body_error
@@ -28,6 +29,10 @@ from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
 from apps.engine.llm.structured import StructuredMode, strict_schema, structured_mode
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, StructuredOutput, Usage
+
+# Models that refuse a temperature other than their default (OpenAI's o-series and gpt-5,
+# DeepSeek's reasoner): an agent step's default temperature is not sent to them.
+REASONING_MODEL = re.compile(r"(^|/)(o\d|gpt-5)|reasoner|(^|[-/])r1\b", re.IGNORECASE)
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -92,8 +97,12 @@ def build_body(
         "max_tokens": request.max_tokens or max_tokens,
     }
     temperature = request.temperature if request.temperature is not None else temperature
+    if temperature is None and not REASONING_MODEL.search(model):
+        temperature = request.default_temperature  # reasoning models take only their default
     if temperature is not None:
         body["temperature"] = temperature
+    if request.tools and request.tool_choice == "required":
+        body["tool_choice"] = "required"
     if request.tools:
         body["tools"] = [
             {
