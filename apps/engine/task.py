@@ -91,6 +91,9 @@ class TaskResult(BaseModel):
     usage: UsageTotals = UsageTotals()
     cost: float = 0.0  # USD
     error: ErrorStruct | None = None  # why it failed or was cancelled
+    # verified | unverified | no_changes | the failure's error code (state.outcome_of);
+    # None: a result made without a run (team_collab's orchestrator sets its own)
+    outcome: str | None = None
     verification: list[VerificationRecord] = Field(default_factory=list)
     # plan_exec: the phase counters at the end (apps/engine/plan/phases.py), None in other modes.
     phases: dict[str, Any] | None = None
@@ -113,6 +116,8 @@ class TaskResult(BaseModel):
             exclude.add("phases")
         if self.salvage is None:  # only where there is salvage: other events stay as they were
             exclude.add("salvage")
+        if self.outcome is None:  # a result made without a run (team_collab's own)
+            exclude.add("outcome")
         data = self.model_dump(mode="json", exclude=exclude)
         if answer_chars is not None and len(self.final) > answer_chars:
             data.update(answer_fields("final", self.final, answer_chars), final_full=self.final)

@@ -13,6 +13,9 @@ from apps.engine.config.base import NonNegInt, PositiveFloat, PositiveInt, Secti
 
 class VerificationConfig(Section):
     modes: ModeVerification = ModeVerification()
+    # react in a coding workspace (tests/ or a pyproject.toml): a task that changed files runs
+    # the workspace's checks before it may complete, even with modes.react off.
+    react_when_changed: bool = True
     max_reinjections: NonNegInt = 1
     timeout_seconds: PositiveFloat = 600.0
     python_commands: list[str] = Field(default_factory=lambda: ["pytest -x -q", "ruff check"])

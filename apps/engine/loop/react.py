@@ -61,7 +61,7 @@ from apps.engine.loop.flow import (
     OutOfSteps,
     Redirect,
 )
-from apps.engine.loop.state import RunState
+from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
 from apps.engine.loop.textcalls import final_answer_text, nudge_text, text_call, undone_work
 from apps.engine.plan import gate as phase_gate
 from apps.engine.plan import reflexion, verification_gate
@@ -320,6 +320,9 @@ class ReActEngine:
                     any_error = any_error or not result.ok
                     acted = acted or call.name not in self.non_action_tools
                 run.acted = run.acted or acted
+                run.may_have_changed = run.may_have_changed or any(
+                    call.name not in READ_ONLY_TOOLS for call in reply.tool_calls
+                )
                 action = describe_calls(reply.tool_calls) if acted else None
                 seen = observations[0] if len(observations) == 1 else "\n".join(observations)
                 if verdict := run.detector.record(action, seen, error=any_error):
@@ -375,7 +378,16 @@ class ReActEngine:
             yield event
 
     async def _finish(self, run: RunState, answer: str) -> AsyncIterator[Event]:
-        """The final-answer gate (verification_gate.py): verified, then submitted."""
+        """The final-answer gate (verification_gate.py): verified, then submitted. A react run
+        that changed a coding workspace verifies by default (verification.react_when_changed)."""
+        if (
+            not run.verify
+            and run.task.mode == "react"
+            and run.changed
+            and self.config.verification.react_when_changed
+            and getattr(self.verifier, "coding_workspace", False)
+        ):
+            run.verify = True
         gate = verification_gate.finish(run, answer, self.verifier, self.config, self._ask)
         async for event in gate:
             yield event

@@ -322,6 +322,13 @@ class TaskVerifier:
         self.workspace = workspace
         self.spec_commands = spec_commands  # the list a confirmed spec adds its commands to
 
+    @property
+    def coding_workspace(self) -> bool:
+        """A workspace with tests or a pyproject: a react task that changed it verifies
+        (verification.react_when_changed)."""
+        root = Path(self.workspace)
+        return (root / "tests").is_dir() or (root / "pyproject.toml").is_file()
+
     async def __call__(self, answer: str) -> VerificationOutcome:
         result = await self.verifier.verify(self.workspace, self.spec_commands)
         return result.as_outcome()
