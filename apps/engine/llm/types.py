@@ -150,6 +150,9 @@ class StructuredOutput:
     name: str
     description: str
     schema: dict[str, Any]
+    # How to ask for it (json_schema | tool | prompt); None: the alias's own
+    # (`models.<alias>.structured_output`, structured.py). The planner steps it down.
+    mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -364,7 +364,9 @@ class AnthropicProvider(HTTPProvider):
             temperature=self.model.temperature,
             stream=stream,
             thinking_budget=self.model.thinking_budget,
-            structured_mode=structured_mode(self.model),
+            structured_mode=structured_mode(
+                self.model, request.structured.mode if request.structured else None
+            ),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:

@@ -262,7 +262,9 @@ class OpenAIProvider(HTTPProvider):
             max_tokens=self.model.max_tokens,
             temperature=self.model.temperature,
             stream=stream,
-            structured_mode=structured_mode(self.model),
+            structured_mode=structured_mode(
+                self.model, request.structured.mode if request.structured else None
+            ),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:
