@@ -75,7 +75,9 @@ def start(*, n_ctx: int = 2048, threads: int = 1, port: int | None = None) -> Ll
     return LlamaServer(port=params.port, n_ctx=n_ctx, handle=handle)
 
 
-def config_text(server: LlamaServer, alias: str = "local") -> str:
+def config_text(
+    server: LlamaServer, alias: str = "local", *, max_tokens: int = 512, tool_choice: str = "auto"
+) -> str:
     """The agentkit.yaml `models` entry for this server."""
     return (
         f"models:\n"
@@ -84,8 +86,8 @@ def config_text(server: LlamaServer, alias: str = "local") -> str:
         f"    model: {MODEL_NAME}\n"
         f"    base_url: {server.base_url}\n"
         f"    context_window: {server.n_ctx}\n"
-        f"    max_tokens: 256\n"
-        f"    tool_choice: required\n"
+        f"    max_tokens: {max_tokens}\n"
+        f"    tool_choice: {tool_choice}\n"
         f"llm:\n"
         f"  main: {alias}\n"
     )
