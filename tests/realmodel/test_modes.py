@@ -107,7 +107,7 @@ async def test_plan_and_team_end_with_a_typed_outcome(small_workspace, real_conf
         user, workspace, goal="Add a line 'done' to notes.txt.", mode=mode
     )
     await run_task(task.pk)
-    stored, events = await sync_to_async(ended)(task.pk)
+    stored, _ = await sync_to_async(ended)(task.pk)
     # the 135M model rarely writes a whole valid spec in 256 tokens: a typed end either way
     assert task_outcome(stored) in {"verified", "unverified", "no_changes", "invalid_spec"} or (
         stored.error and stored.error["error_code"] == task_outcome(stored)
