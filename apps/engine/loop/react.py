@@ -44,6 +44,7 @@ from apps.engine.context.compressor import Compressor
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.failure import recovery, structs
 from apps.engine.llm.errors import ContextWindowError, LLMError
+from apps.engine.llm.gateway import estimated_usage
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop import setup as run_setup
 from apps.engine.loop.cancellation import CancellationToken
@@ -61,6 +62,7 @@ from apps.engine.loop.flow import (
     OutOfSteps,
     Redirect,
 )
+from apps.engine.loop.runaway import MAX_CUTS, Cut, StepWatch, cut_message, runaway_error
 from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
 from apps.engine.loop.textcalls import final_answer_text, nudge_text, text_call, undone_work
 from apps.engine.plan import gate as phase_gate
@@ -216,6 +218,7 @@ class ReActEngine:
                 batcher = run.batcher.begin()  # a new call: its first text goes out at once
                 thoughts = run.reasoning_batcher.begin()  # its reasoning: `reasoning` events
                 run.reply, shown, thought, guard = None, False, False, run.interrupter.guard
+                watch = StepWatch(self.config.react.step_wall_seconds, run.repetition_guard)
                 stream = self.model.stream(request, model=run.task.model)
                 try:
                     while run.reply is None:
@@ -238,12 +241,14 @@ class ReActEngine:
                             if text := thoughts.push(delta.reasoning):
                                 thought = True
                                 yield run.event_of("reasoning", {"step": run.steps, "text": text})
+                            watch.tick()
                         else:
                             if thought and (rest := thoughts.flush()):  # reasoning comes first
                                 yield run.event_of("reasoning", {"step": run.steps, "text": rest})
                             if text := batcher.push(delta.text):
                                 shown = True
                                 yield run.event_of("token", {"step": run.steps, "text": text})
+                            watch.push(delta.text)
                 except Exception:
                     if rest := thoughts.flush():
                         yield run.event_of("reasoning", {"step": run.steps, "text": rest})
@@ -330,6 +335,19 @@ class ReActEngine:
                         yield event
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
+            except Cut as cut:  # rambling or too slow: what arrived is its reply, and it is told
+                run.cuts += 1
+                cut_reply = ChatResponse(content=watch.text)
+                cut_reply.usage = estimated_usage(request, cut_reply)  # no usage came: estimated
+                _count(run, cut_reply)
+                if run.cuts >= MAX_CUTS:
+                    raise Failed(watch.text, runaway_error(cut)) from None
+                warning = runaway_error(cut, warning=True).model_dump()
+                yield run.event("error", step=run.steps, fatal=False, error_struct=warning)
+                run.messages += [
+                    Message("assistant", watch.text),
+                    Message("user", cut_message(cut)),
+                ]
             except ContextWindowError:  # the server's window is smaller: compress, retry once
                 if (event := await compress_after_overflow(self.compressor, run)) is None:
                     raise

@@ -84,6 +84,7 @@ def prepare(engine: EngineParts, run: RunState, cancel: CancellationToken | None
     if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
         loop_config = _plan_exec_loop_config(loop_config)
     run.detector = LoopDetector(loop_config)
+    run.repetition_guard = cfg.react.repetition_guard and task.mode != "direct_chat"
     run.batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # the model calls' token events
     run.reasoning_batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # their reasoning
     arm(cfg, run, cancel)

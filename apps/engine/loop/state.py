@@ -55,6 +55,8 @@ class RunState:
     overflow_compressed: bool = False  # compressed once after the server's context overflow
     tool_choice: str | None = None  # "required": every step a tool call, final_answer included
     step_temperature: float | None = None  # the steps' temperature where the alias sets none
+    cuts: int = 0  # replies cut as runaway (loop/runaway.py)
+    repetition_guard: bool = True
     tool_nudged: bool = False  # a prose reply with the work undone was sent back once
     acted: bool = False  # some tool ran in this run
     # a tool that may write (anything but the readers; the editor counts by its diffs) ran
