@@ -64,7 +64,7 @@ from apps.engine.loop.flow import (
 )
 from apps.engine.loop.runaway import MAX_CUTS, Cut, StepWatch, cut_message, runaway_error
 from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
-from apps.engine.loop.textcalls import final_answer_text, nudge_text, text_call, undone_work
+from apps.engine.loop.textcalls import nudge_text, read_calls, undone_work
 from apps.engine.plan import gate as phase_gate
 from apps.engine.plan import reflexion, verification_gate
 from apps.engine.plan.phases import PhasePolicy
@@ -264,13 +264,13 @@ class ReActEngine:
                     yield run.event_of("token", {"step": run.steps, "text": rest})
                 reply = run.reply
                 _count(run, reply)
-                if run.specs and run.task.mode != "direct_chat":
-                    if not reply.tool_calls and (call := text_call(reply.content, run.specs)):
-                        reply.tool_calls, reply.content = [call], ""  # a call written as text
-                        if shown:  # shown as the call it is, not as its JSON
-                            yield run.event("token", step=run.steps, text="", restart=True)
-                    if (text := final_answer_text(reply.tool_calls)) is not None:
-                        reply.tool_calls, reply.content = [], text  # tool_choice: required
+                calls_as_text = (
+                    run.specs
+                    and run.task.mode != "direct_chat"
+                    and await read_calls(run, request, reply, self._call)  # textcalls.py
+                )
+                if calls_as_text and shown:  # shown as the call it is, not as its JSON
+                    yield run.event("token", step=run.steps, text="", restart=True)
                 # Message("assistant", content, calls, thinking=...), positionally: the thinking
                 # blocks (signed) go back with it on the next call (providers/anthropic.py)
                 run.messages.append(

@@ -8,16 +8,26 @@ is a tool call (`text_call`); anything else stays text.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from apps.engine.llm.types import SYNTHETIC_ID_PREFIX, ToolCall, ToolSpec
+from apps.engine.llm.errors import LLMStatusError
+from apps.engine.llm.types import (
+    SYNTHETIC_ID_PREFIX,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StructuredOutput,
+    ToolCall,
+    ToolSpec,
+)
 
 FINAL_ANSWER = "final_answer"
 FINAL_ANSWER_SPEC = ToolSpec(
@@ -64,6 +74,59 @@ def text_call(content: str, specs: Sequence[ToolSpec]) -> ToolCall | None:
     call_id = f"{SYNTHETIC_ID_PREFIX}{secrets.token_hex(6)}_0"
     raw = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
     return ToolCall(call_id, name, arguments, raw_arguments=raw, synthetic_id=True)
+
+
+CALL_OUTPUT = "tool_call"
+
+
+def call_request(request: ChatRequest) -> ChatRequest:
+    """`request` asked again for one JSON tool call by structured output (json_schema: a
+    server that constrains output by grammar then writes a valid call even when it ignores
+    `tools`): `{"name": <an offered tool>, "arguments": <its arguments>}`, read by text_call."""
+    variants = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": spec.name}, "arguments": spec.input_schema},
+            "required": ["name", "arguments"],
+        }
+        for spec in request.tools
+    ]
+    wanted = StructuredOutput(
+        CALL_OUTPUT,
+        "One tool call: the tool's name and its arguments.",
+        {"anyOf": variants},
+        mode="json_schema",
+    )
+    hint = Message(
+        "user",
+        'Reply with one tool call as JSON: {"name": "<tool>", "arguments": {...}}. Tools: '
+        + ", ".join(spec.name for spec in request.tools),
+    )
+    return dataclasses.replace(
+        request, messages=(*request.messages, hint), tools=(), tool_choice=None, structured=wanted
+    )
+
+
+async def read_calls(
+    run: Any, request: ChatRequest, reply: ChatResponse, ask: Callable[..., Awaitable[Any]]
+) -> bool:
+    """A reply of an agent step, read for what tools it calls (react.py): a call written as
+    text becomes the call; with tool_choice required a prose reply is asked for once more as
+    a JSON call (`ask`: the engine's unshown model call); a `final_answer` call becomes the
+    reply's text. True when the reply's streamed text was a call (the chat drops it)."""
+    was_text = False
+    if not reply.tool_calls and (call := text_call(reply.content, run.specs)) is not None:
+        reply.tool_calls, reply.content, was_text = [call], "", True
+    if not reply.tool_calls and run.tool_choice == "required":
+        try:
+            again = await ask(run, call_request(request))
+        except LLMStatusError:  # no json_schema either: the prose stands
+            again = None
+        if again is not None and (call := text_call(again.content, run.specs)) is not None:
+            reply.tool_calls, reply.content, was_text = [call], "", True
+    if (text := final_answer_text(reply.tool_calls)) is not None:
+        reply.tool_calls, reply.content = [], text
+    return was_text
 
 
 def final_answer_text(calls: Sequence[ToolCall]) -> str | None:

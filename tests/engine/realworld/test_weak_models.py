@@ -138,3 +138,27 @@ async def test_agent_steps_default_to_a_low_temperature(server, model, mode, exp
     server.set_script([{"text": "Paris.", "repeat": True}])
     await collect(engine_on(server, **model), AgentTask(1, "Capital of France?", mode=mode))
     assert server.requests[0].body.get("temperature") == expected
+
+
+async def test_required_on_a_server_that_ignores_tools_asks_again_for_a_json_call(server):
+    # the server answers prose although tools were offered and a call required; asked again
+    # for one JSON call by json_schema (grammar on llama.cpp), it writes one
+    server.set_script(
+        [
+            {"text": "Let me think about echoing."},
+            {"text": json.dumps(CALL)},
+            {"text": json.dumps({"name": "final_answer", "arguments": {"text": "HI it is."}})},
+        ]
+    )
+    events = await collect(
+        engine_on(server, tool_choice="required"), AgentTask(1, "echo hi", mode="react")
+    )
+    assert [e.data["name"] for e in of_type(events, "tool_call")] == ["echo"]
+    assert events[-1].data["final"] == "HI it is."
+    again = server.requests[1].body
+    assert again["response_format"]["type"] == "json_schema" and "tools" not in again
+    names = [
+        v["properties"]["name"]["const"]
+        for v in again["response_format"]["json_schema"]["schema"]["anyOf"]
+    ]
+    assert sorted(names) == ["echo", "final_answer"]
