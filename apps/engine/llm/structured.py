@@ -34,6 +34,14 @@ _WORKED: dict[str, StructuredMode] = {}
 STEPS: tuple[StructuredMode, ...] = ("json_schema", "tool", "prompt")
 
 
+def memory_key(alias: str, model: ModelConfig | None) -> str:
+    """An alias with its endpoint and model: another server under the same name (a changed
+    agentkit.yaml) starts afresh."""
+    if model is None:
+        return alias
+    return f"{alias} {model.provider} {model.base_url or ''} {model.model}"
+
+
 def remembered_mode(alias: str) -> StructuredMode | None:
     return _WORKED.get(alias)
 

@@ -39,6 +39,7 @@ from apps.engine.llm.errors import (
 )
 from apps.engine.llm.structured import (
     StructuredMode,
+    memory_key,
     remember_mode,
     remembered_mode,
     step_down,
@@ -159,13 +160,9 @@ class Planner:
         return self.model_alias or getattr(self.model, "main_alias", "") or "main"
 
     def _memory_key(self, alias: str) -> str:
-        """The alias with its endpoint and model: another server under the same name (a changed
-        agentkit.yaml) starts afresh."""
         config = getattr(self.model, "config", None)
         model = getattr(config, "models", {}).get(alias) if config is not None else None
-        if model is None:
-            return alias
-        return f"{alias} {model.provider} {model.base_url or ''} {model.model}"
+        return memory_key(alias, model)
 
     def _own_mode(self, alias: str) -> StructuredMode:
         """The alias's configured way (`models.<alias>.structured_output`), where the model
