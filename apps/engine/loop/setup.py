@@ -129,6 +129,8 @@ async def take_baseline(engine: EngineParts, run: RunState) -> None:
     take = getattr(engine.verifier, "take_baseline", None)
     if not run.verify or take is None:
         return
+    if (close := getattr(engine.verifier, "close", None)) is not None:
+        run.cleanups.append(close)  # a baseline still running at the end stops there
     try:
         await run.interrupter.guard(take())
     except (asyncio.CancelledError, Finished):
