@@ -319,6 +319,10 @@ class FakeLLMServer(Responses):
         protocol = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(path_only)
         model = body.get("model") if isinstance(body, dict) else None
         record = RecordedRequest(method, path, headers, body, protocol, model)
+        if (method == "GET" and path_only == "/props") or path_only == "/api/show":
+            # what a server says of itself (Gateway.context_window asks): not a model call,
+            # not recorded; this fake reports no window
+            return await self._json(writer, 404, {"error": {"message": f"no route {path}"}})
         with self._lock:
             self._requests.append(record)
             fault = self._take_fault(model)

@@ -201,6 +201,24 @@ class Gateway:
         self._providers[alias] = provider
         return provider
 
+    async def context_window(self, alias: str | None = None) -> int | None:
+        """The context window an OpenAI-compatible server reports for `alias` when agentkit.yaml
+        sets none (`models.<alias>.context_window`): llama.cpp's `/props` (`n_ctx`), else
+        Ollama's `/api/show` (`num_ctx`, else the model's `context_length`). Asked once per
+        process and alias, within 3 s; None when set in the config or not reported."""
+        alias = alias or self.config.llm.main
+        model = self.config.models.get(alias)
+        if (
+            model is None
+            or model.provider != "openai"
+            or "context_window" in model.model_fields_set
+        ):
+            return None
+        key = (model.base_url or "", model.model)
+        if key not in _WINDOWS:
+            _WINDOWS[key] = await _server_window(self._http(), model.base_url or "", model.model)
+        return _WINDOWS[key]
+
     def cost(self, alias: str, usage: Usage) -> float:
         model = self.config.models.get(alias)
         return cost_of(usage, model.price) if model else 0.0
@@ -320,6 +338,34 @@ class Gateway:
             return min(float(asked), retries.max_backoff)
         wait = min(retries.max_backoff, retries.initial_backoff * 2 ** (attempt - 1))
         return wait * random.uniform(0.75, 1.0)
+
+
+_WINDOWS: dict[tuple[str, str], int | None] = {}  # (base_url, model) -> what the server said
+
+
+async def _server_window(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+    root = base_url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+    try:
+        response = await client.get(f"{root}/props", timeout=3.0)
+        if response.status_code == 200:
+            data = response.json()
+            settings = data.get("default_generation_settings") or {}
+            window = settings.get("n_ctx") or data.get("n_ctx")
+            if isinstance(window, int) and window > 0:
+                return window
+        response = await client.post(f"{root}/api/show", json={"model": model}, timeout=3.0)
+        if response.status_code == 200:
+            data = response.json()
+            for line in str(data.get("parameters") or "").splitlines():
+                name, _, value = line.partition(" ")
+                if name == "num_ctx" and value.strip().isdigit():
+                    return int(value.strip())
+            for name, value in (data.get("model_info") or {}).items():
+                if name.endswith(".context_length") and isinstance(value, int) and value > 0:
+                    return value
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return None
 
 
 def estimated_usage(request: ChatRequest, response: ChatResponse) -> Usage:

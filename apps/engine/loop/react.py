@@ -145,6 +145,7 @@ class ReActEngine:
                                 yield event
                             # the work's time budget starts now
                             run_setup.arm(self.config, run, cancel)
+                        await run_setup.learn_window(self, run)
                         await run_setup.take_baseline(self, run)
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
                         run_setup.arm(self.config, run, cancel)
@@ -401,11 +402,11 @@ class ReActEngine:
         if (
             not run.verify
             and run.task.mode == "react"
-            and run.changed
+            and run.edits  # an edit made: a command that may have changed files is unverified
             and self.config.verification.react_when_changed
             and getattr(self.verifier, "coding_workspace", False)
         ):
-            run.verify = True
+            run.verify = run.verify_implicit = True
         gate = verification_gate.finish(run, answer, self.verifier, self.config, self._ask)
         async for event in gate:
             yield event

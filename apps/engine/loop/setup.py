@@ -122,6 +122,24 @@ def arm(config: AgentkitConfig, run: RunState, cancel: CancellationToken | None)
         )
 
 
+async def learn_window(engine: EngineParts, run: RunState) -> None:
+    """The context window the run's model server reports, when agentkit.yaml sets none
+    (Gateway.context_window: llama.cpp /props, Ollama /api/show): compression starts at half
+    of it instead of half the 128k default."""
+    learn = getattr(engine.model, "context_window", None)
+    compressor = getattr(engine, "compressor", None)
+    if learn is None or compressor is None or run.task.mode == "direct_chat":
+        return
+    try:
+        window = await run.interrupter.guard(learn(run.task.model))
+    except (asyncio.CancelledError, Finished):
+        raise
+    except Exception:
+        return
+    if window:
+        run.compress_above = compressor.config.threshold_tokens or window // 2
+
+
 async def take_baseline(engine: EngineParts, run: RunState) -> None:
     """Before step 1 of a run that verifies: what the workspace already had wrong (the verifier's
     `take_baseline`, verify/baseline.py), so verification judges what the task changed. A

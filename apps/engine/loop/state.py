@@ -53,6 +53,7 @@ class RunState:
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
     overflow_compressed: bool = False  # compressed once after the server's context overflow
+    verify_implicit: bool = False  # verifying by react_when_changed (no sandbox: skipped)
     tool_choice: str | None = None  # "required": every step a tool call, final_answer included
     step_temperature: float | None = None  # the steps' temperature where the alias sets none
     cuts: int = 0  # replies cut as runaway (loop/runaway.py)
