@@ -133,18 +133,3 @@ async def test_a_failed_task_s_outcome_is_its_error_code(demo, scripted):
     assert stored.outcome == stored.error["error_code"]
     assert stored.outcome not in {"verified", "unverified", "no_changes", ""}
     assert (await sync_to_async(api_outcome)(stored))["outcome"] == stored.outcome
-
-
-async def test_without_a_sandbox_a_changed_coding_workspace_completes_unverified(
-    demo, config_file, tmp_path
-):
-    path = tmp_path / "fix.yaml"
-    path.write_text(textwrap.dedent(FIX))
-    config_file(
-        f"models: {{main: {{provider: scripted, script: {path}}}}}\nsandbox: {{mode: 'off'}}\n"
-    )
-    user, workspace, _ = demo
-    task = await sync_to_async(make_task)(user, workspace, goal=GOAL)
-    assert await run_task(task.pk) == "completed"
-    stored = await sync_to_async(Task.objects.get)(pk=task.pk)
-    assert stored.outcome == "unverified"
