@@ -111,12 +111,14 @@ class Planner:
         max_attempts: int = 3,
         max_tokens: int = 4096,
         roles: Sequence[str] = ("coder",),
+        temperature: float | None = None,
     ):
         self.model = model
         self.model_alias = model_alias
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self.roles = tuple(sorted(set(roles))) or ("coder",)
+        self.temperature = temperature  # where the alias sets none (react.step_temperature)
 
     async def draft(
         self,
@@ -213,6 +215,7 @@ class Planner:
             (),
             max_tokens=self.max_tokens,
             structured=structured,
+            default_temperature=self.temperature,
         )
         response: ChatResponse | None = None
         stream = self.model.stream(request, model=self.model_alias)

@@ -236,3 +236,11 @@ async def test_a_server_refusing_the_tool_too_is_asked_in_words():
         assert "response_format" in bodies[0] and "tool_choice" in bodies[1]
         assert "response_format" not in bodies[2] and "tool_choice" not in bodies[2]
     forget_modes()
+
+
+async def test_the_planner_asks_for_a_low_temperature_where_the_alias_sets_none():
+    with FakeLLMServer([{"text": json.dumps(VALID), "repeat": True}]) as server:
+        await plan(config(server, "openai"), temperature=0.2)
+        assert server.requests[-1].body["temperature"] == 0.2
+        await plan(config(server, "openai", temperature=0.9), temperature=0.2)
+        assert server.requests[-1].body["temperature"] == 0.9
