@@ -74,6 +74,7 @@ class PlanExecConfig(Section):
 EmergencyRuleName = Literal[
     "timeout",
     "loop_detected",
+    "runaway_output",
     "max_steps",
     "llm_rate_limited",
     "llm_auth",

@@ -61,6 +61,7 @@ from apps.engine.loop.flow import (
     LoopStopped,
     OutOfSteps,
     Redirect,
+    RunawayStopped,
 )
 from apps.engine.loop.runaway import MAX_CUTS, Cut, StepWatch, cut_message, runaway_error
 from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
@@ -342,7 +343,7 @@ class ReActEngine:
                 cut_reply.usage = estimated_usage(request, cut_reply)  # no usage came: estimated
                 _count(run, cut_reply)
                 if run.cuts >= MAX_CUTS:
-                    raise Failed(watch.text, runaway_error(cut)) from None
+                    raise RunawayStopped(watch.text, runaway_error(cut)) from None
                 warning = runaway_error(cut, warning=True).model_dump()
                 yield run.event("error", step=run.steps, fatal=False, error_struct=warning)
                 run.messages += [

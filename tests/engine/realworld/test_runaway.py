@@ -56,3 +56,13 @@ async def test_a_step_over_its_wall_limit_is_cut_with_its_speed():
     message = warning.data["error_struct"]["message"]
     assert "tokens/s" in message and "step_wall_seconds" in message
     assert events[-1].data["final"] == "Done."
+
+
+async def test_with_the_failure_chain_it_is_still_runaway_output_not_a_bug():
+    cfg = config()
+    engine, _ = scripted_engine(
+        [{"text": RAMBLE, "repeat": True}], cfg=cfg, fallback=cfg.fallback_chain
+    )
+    events = await collect(engine, AgentTask(1, "what is the code?", mode="react"))
+    assert events[-1].data["status"] == "failed"
+    assert events[-1].data["error"]["error_code"] == "runaway_output"
