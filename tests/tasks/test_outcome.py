@@ -133,3 +133,13 @@ async def test_a_failed_task_s_outcome_is_its_error_code(demo, scripted):
     assert stored.outcome == stored.error["error_code"]
     assert stored.outcome not in {"verified", "unverified", "no_changes", ""}
     assert (await sync_to_async(api_outcome)(stored))["outcome"] == stored.outcome
+
+
+async def test_a_plan_that_never_became_a_spec_still_counts_its_tokens(demo, scripted):
+    scripted('- text: "I would plan it in three steps."\n  repeat: true\n')
+    user, workspace, _ = demo
+    task = await sync_to_async(make_task)(user, workspace, goal=GOAL, mode="plan_exec")
+    assert await run_task(task.pk) == "failed"
+    stored = await sync_to_async(Task.objects.get)(pk=task.pk)
+    assert stored.outcome == "invalid_spec"
+    assert stored.usage["input_tokens"] > 0 and stored.usage["llm_calls"] >= 1

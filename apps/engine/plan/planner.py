@@ -87,10 +87,11 @@ offered, call it with that object as its arguments."""
 class PlannerFailed(Exception):
     """No valid spec within the attempts; `error` is the `invalid_spec` error for the user."""
 
-    def __init__(self, error: ErrorStruct, attempts: int):
+    def __init__(self, error: ErrorStruct, attempts: int, spent: PlanResult | None = None):
         super().__init__(error.message)
         self.error = error
         self.attempts = attempts
+        self.spent = spent  # the calls made (usage, cost): a failed plan still cost tokens
 
 
 @dataclass
@@ -156,7 +157,7 @@ class Planner:
                 result.draft = draft
                 return result
             messages += retry_messages(reply, errors)
-        raise PlannerFailed(invalid_spec(errors, self.max_attempts), self.max_attempts)
+        raise PlannerFailed(invalid_spec(errors, self.max_attempts), self.max_attempts, result)
 
     def _alias(self) -> str:
         return self.model_alias or getattr(self.model, "main_alias", "") or "main"
