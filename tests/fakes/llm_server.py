@@ -322,7 +322,13 @@ class FakeLLMServer(Responses):
         if (method == "GET" and path_only == "/props") or path_only == "/api/show":
             # what a server says of itself (Gateway.context_window asks): not a model call,
             # not recorded; this fake reports no window
-            return await self._json(writer, 404, {"error": {"message": f"no route {path}"}})
+            # (no request id: the answers' ids stay what they are without the question)
+            data = json.dumps({"error": {"message": f"no route {path}"}}).encode()
+            head = {"content-type": "application/json", "content-length": str(len(data))}
+            await self._send_head(writer, 404, head)
+            writer.write(data)
+            await writer.drain()
+            return True
         with self._lock:
             self._requests.append(record)
             fault = self._take_fault(model)
