@@ -2,7 +2,7 @@
 PORT ?= 8000
 export PORT
 
-.PHONY: run cluster test bench lint install demo
+.PHONY: run cluster test bench lint install demo llm-local
 
 run:            ## venv, install, migrate, bootstrap, Redis + RQ worker + Daphne on 127.0.0.1:$(PORT)
 	@bash scripts/run.sh
@@ -21,6 +21,9 @@ demo:           ## migrate, bootstrap, then run_tasks examples/suite.yaml (repor
 
 lint:           ## ruff check, ruff format --check, lint-imports
 	@bash scripts/lint.sh
+
+llm-local:      ## a real small model with no key: llama.cpp's server + SmolLM2-135M on 127.0.0.1:$(LLM_PORT) (default 8080)
+	@bash -c 'source scripts/lib.sh && ensure_venv && "$$PY" -m tests.realmodel.llama --port $(or $(LLM_PORT),8080)'
 
 install:        ## only create .venv and install dependencies
 	@bash -c 'source scripts/lib.sh && ensure_venv'

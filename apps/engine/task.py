@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from apps.engine.events import ErrorStruct, Event, FinalStatus
 from apps.engine.llm.types import Message, Usage
@@ -55,6 +55,15 @@ class UsageTotals(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     llm_calls: int = 0
+    estimated: bool = False  # some counts were estimated from text (the server sent none)
+
+    @model_serializer(mode="wrap")
+    def _drop_unestimated(self, handler):
+        """`estimated` only where it is true: other usage stays as it always was."""
+        data = handler(self)
+        if not data.get("estimated"):
+            data.pop("estimated", None)
+        return data
 
     @classmethod
     def of(cls, usage: Usage, llm_calls: int) -> UsageTotals:
@@ -82,6 +91,9 @@ class TaskResult(BaseModel):
     usage: UsageTotals = UsageTotals()
     cost: float = 0.0  # USD
     error: ErrorStruct | None = None  # why it failed or was cancelled
+    # verified | unverified | no_changes | the failure's error code (state.outcome_of);
+    # None: a result made without a run (team_collab's orchestrator sets its own)
+    outcome: str | None = None
     verification: list[VerificationRecord] = Field(default_factory=list)
     # plan_exec: the phase counters at the end (apps/engine/plan/phases.py), None in other modes.
     phases: dict[str, Any] | None = None
@@ -104,6 +116,8 @@ class TaskResult(BaseModel):
             exclude.add("phases")
         if self.salvage is None:  # only where there is salvage: other events stay as they were
             exclude.add("salvage")
+        if self.outcome is None:  # a result made without a run (team_collab's own)
+            exclude.add("outcome")
         data = self.model_dump(mode="json", exclude=exclude)
         if answer_chars is not None and len(self.final) > answer_chars:
             data.update(answer_fields("final", self.final, answer_chars), final_full=self.final)

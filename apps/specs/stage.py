@@ -34,6 +34,7 @@ def spec_stage_for(task, config: AgentkitConfig, model, *, commands: list[str]) 
         max_attempts=config.planner.max_attempts,
         max_tokens=config.planner.max_tokens,
         roles=_roles(task, config),
+        temperature=config.react.step_temperature,
     )
     gate = DatabaseReviewGate(task.pk, config.spec_review)
     return SpecStage(planner, gate, config.spec_review, on_confirmed=add_commands)

@@ -7,6 +7,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
+from apps.tasks import selectors
 from apps.tasks.models import ApiToken, Task, TaskEvent, Workspace
 from apps.tasks.selectors import task_model_label, usage_rows
 from apps.tasks.services import api_token_revoke, task_request_cancel
@@ -42,6 +43,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "id",
         "short_goal",
         "status",
+        "outcome_display",
         "mode",
         "workspace",
         "user",
@@ -59,6 +61,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "chat",
         "events_link",
         "status",
+        "outcome_display",
         "mode",
         "skill",
         "model_display",
@@ -99,6 +102,12 @@ class TaskAdmin(ReadOnlyAdmin):
     @admin.display(description="goal")
     def short_goal(self, task):
         return Truncator(task.goal.splitlines()[0] if task.goal else "").chars(60)
+
+    @admin.display(description="outcome", ordering="outcome")
+    def outcome_display(self, task):
+        """verified / changed files without running a check / finished without changing
+        anything / the failure's error code (selectors.task_outcome)."""
+        return selectors.outcome_words(selectors.task_outcome(task)) or "—"
 
     @admin.display(description="cost", ordering="cost")
     def cost_display(self, task):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,6 +76,10 @@ class AgentCheck:
     cost: float = 0.0
     error: str = ""  # the run's own error, when it failed
     problems: list[str] = field(default_factory=list)  # one plain sentence per failed check
+    cuts: list[str] = field(default_factory=list)  # replies cut: rambling or too slow (why)
+    tool_choice: str = "auto"  # the alias's setting during the check
+    recommended_tool_choice: str = ""  # auto | required, for models.<alias>.tool_choice
+    stopped_because: str = ""  # the cause in words when the run did not do the work
 
     @property
     def ok(self) -> bool:
@@ -109,11 +113,18 @@ def _check_config(config: AgentkitConfig) -> AgentkitConfig:
 
 
 async def agent_check(
-    config: AgentkitConfig, alias: str, *, gateway: Gateway | None = None
+    config: AgentkitConfig,
+    alias: str,
+    *,
+    gateway: Gateway | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> AgentCheck:
-    """Run the check on `alias` and judge it. `gateway`: share one (tests); else one is made."""
+    """Run the check on `alias` and judge it. `gateway`: share one (tests); else one is made.
+    `progress`: called with one line per step as the run goes (the command prints them)."""
     model = config.models[alias]
-    check = AgentCheck(alias=alias, provider=model.provider, model=model.model)
+    check = AgentCheck(
+        alias=alias, provider=model.provider, model=model.model, tool_choice=model.tool_choice
+    )
     config = _check_config(config)
     with tempfile.TemporaryDirectory(prefix="agentkit-check-") as folder:
         root = Path(folder)
@@ -141,6 +152,8 @@ async def agent_check(
             async with aclosing(engine.run(task)) as events:
                 async for event in events:
                     _note(check, event.type, event.data)
+                    if progress is not None and (line := _progress_line(event.type, event.data)):
+                        progress(line)
         finally:
             check.seconds = round(time.monotonic() - started, 2)
             if owned:
@@ -159,8 +172,37 @@ async def agent_check(
         else:
             check.test_passed = result.passed
             check.test_summary = _test_summary(result)
+    check.recommended_tool_choice, check.stopped_because = _advice(check)
     check.problems = _problems(check)
     return check
+
+
+def _progress_line(kind: str, data: dict[str, Any]) -> str:
+    """What the model is doing, one line per step, for people watching the check."""
+    if kind == "tool_call":
+        return f"  step {data.get('step')}: calls {data.get('name')}"
+    if kind == "final_answer":
+        text = " ".join(str(data.get("text") or "").split())[:80]
+        return f"  step {data.get('step')}: answers {text!r}"
+    if kind == "error" and not data.get("fatal"):
+        error = data.get("error_struct") or {}
+        return f"  step {data.get('step')}: {error.get('error_code')}: {error.get('message')}"
+    return ""
+
+
+def _advice(check: AgentCheck) -> tuple[str, str]:
+    """(the tool_choice to configure, why the run stopped without doing the work or "")."""
+    recommended = "auto" if check.tool_calls and not check.invalid_calls else "required"
+    if check.tool_choice == "required" and not check.tool_calls:
+        recommended = "required"  # already: the model or the server is the limit
+    cause = ""
+    if check.cuts:
+        cause = check.cuts[-1]
+    elif check.error.startswith("wall_time_exceeded"):
+        cause = f"too slow: {check.error}"
+    elif not check.tool_calls:
+        cause = "no tool call: the model answered in prose only"
+    return recommended, cause
 
 
 def _test_summary(result: VerificationResult) -> str:
@@ -181,6 +223,9 @@ def _note(check: AgentCheck, kind: str, data: dict[str, Any]) -> None:
     elif kind == "tool_result" and data.get("error_code") in INVALID_CALL_CODES:
         message = " ".join(str(data.get("error") or "").split())[:200]
         check.invalid_calls.append(f"{data.get('name')}: {data.get('error_code')}: {message}")
+    elif kind == "error" and (data.get("error_struct") or {}).get("error_code") == "runaway_output":
+        message = str((data.get("error_struct") or {}).get("message") or "")
+        check.cuts.append(("too slow: " if "tokens/s" in message else "rambling: ") + message)
     elif kind == "task_finished":
         check.status = str(data.get("status"))
         check.steps = int(data.get("steps") or 0)
@@ -250,5 +295,11 @@ def agent_report(check: AgentCheck) -> str:
         f"{usage.get('cache_read_tokens', 0)}) · output {usage.get('output_tokens', 0)} · "
         f"${check.cost:.4f}",
     ]
+    if check.stopped_because:
+        lines.append(f"  stopped        {check.stopped_because}")
+    lines.append(
+        f"  tool_choice    recommended: {check.recommended_tool_choice} "
+        f"(models.{check.alias}.tool_choice; now {check.tool_choice})"
+    )
     lines += [f"  FAIL: {problem}" for problem in check.problems]
     return "\n".join(lines)

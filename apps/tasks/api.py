@@ -105,6 +105,8 @@ def task_payload(task, user=None) -> dict:
         "conversation": task.conversation_id,
         "usage": selectors.usage_summary([task.usage]) if task.usage else task.usage,
         "cost": task.cost,
+        # verified | unverified | no_changes | the failure's error code (None while running)
+        "outcome": selectors.task_outcome(task),
         "last_seq": task.last_seq,
         "created_at": task.created_at.isoformat(),
         "started_at": task.started_at.isoformat() if task.started_at else None,

@@ -120,10 +120,13 @@ def repository_map(
 
 
 def _build_repository_map(task: Task, config: AgentkitConfig) -> str:
+    model = config.models.get(task.model or config.llm.main)
+    window = model.context_window if model is not None else 128_000
     try:
         return build_repo_map(
             Path(task.workspace.root_dir),
-            max_tokens=config.repo_map.max_tokens,
+            # a small model's window is not spent on the map: at most 1/16 of it
+            max_tokens=max(64, min(config.repo_map.max_tokens, window // 16)),
             time_limit_seconds=config.repo_map.time_limit_seconds,
         )
     except Exception:  # the map helps; it never stops a task

@@ -217,7 +217,7 @@ def write_statements(batches: list[tuple[int, list[TaskEvent]]]) -> list[tuple[s
 
 _EVENT_FIELDS = ("task", "seq", "type", "data", "ts")
 _STARTED = ("status", "started_at")
-_FINAL = ("status", "result", "error", "usage", "cost", "finished_at")
+_FINAL = ("status", "result", "error", "usage", "cost", "outcome", "finished_at")
 _UPDATED = {"last_seq": ("last_seq",), "started": _STARTED, "finished": _FINAL}
 
 
@@ -259,6 +259,7 @@ def _final_status_values(finished: TaskEvent) -> tuple:
         data.get("error"),
         data.get("usage") or {},
         data.get("cost") or 0.0,
+        str(data.get("outcome") or "")[:64],
         finished.ts,
     )
     return _prepared(_FINAL, values)

@@ -136,6 +136,9 @@ class Task(models.Model):
     error = models.JSONField(null=True, blank=True)
     usage = models.JSONField(default=dict, blank=True)
     cost = models.FloatField(default=0.0)
+    # What the run came to (TaskResult.outcome): verified | unverified | no_changes | the
+    # failure's error code; "" before the end (selectors.task_outcome reads it)
+    outcome = models.CharField(max_length=64, blank=True, default="")
     client_msg_id = models.CharField(max_length=100, blank=True, default="")
     # Failure handling (apps/engine/failure/fallback.py): what a task ended in Emergency changed, the
     # failure's own text (scrubbed; its owner only), and the failed task a retry repeats.

@@ -5,7 +5,7 @@ import functools
 from django.db import connection
 from django.db.models import QuerySet
 
-from apps.tasks.models import Task, Workspace
+from apps.tasks.models import FINAL_STATUSES, Task, Workspace
 
 
 def workspaces_for_user(*, user) -> QuerySet[Workspace]:
@@ -189,6 +189,8 @@ def usage_summary(usages, costs=()) -> dict:
             value = (usage or {}).get(key)
             if isinstance(value, int):
                 totals[key] += value
+    if any(isinstance(usage, dict) and usage.get("estimated") for usage in usages):
+        totals["estimated"] = True  # some counts were estimated from text: shown with "~"
     prompt = totals["input_tokens"]
     totals["cache_hit_rate"] = round(totals["cache_read_tokens"] / prompt, 4) if prompt else None
     totals["cost"] = round(sum(costs), 6)
@@ -235,3 +237,31 @@ def task_model_label(*, task) -> str:
     alias = alias or task.model or config.llm.main
     model = config.models.get(alias)
     return f"{alias} ({model.provider})" if model is not None else alias
+
+
+# ── a task's outcome (TaskResult.outcome, Task.outcome) ────────────────────────────────────────
+OUTCOME_WORDS = {
+    "verified": "verified: its checks ran and passed",
+    "unverified": "changed files without running a check",
+    "no_changes": "finished without changing anything",
+}
+
+
+def task_outcome(task: Task) -> str | None:
+    """`verified` | `unverified` | `no_changes` | the failure's error code; None while the task
+    has not ended. A task ended without a run's outcome (cancelled before it started, a team
+    run) gets its error code, else `unverified` when completed, else its status."""
+    if task.outcome:
+        return task.outcome
+    if task.status not in FINAL_STATUSES:
+        return None
+    if isinstance(task.error, dict) and task.error.get("error_code"):
+        return str(task.error["error_code"])
+    return "unverified" if task.status == "completed" else task.status
+
+
+def outcome_words(outcome: str | None) -> str:
+    """The outcome in plain words for people (chat, admin, run_tasks' table)."""
+    if outcome is None:
+        return ""
+    return OUTCOME_WORDS.get(outcome, outcome.replace("_", " "))

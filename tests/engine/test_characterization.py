@@ -4,6 +4,7 @@ was generated from the engine before plan_exec was added (`python -m
 tests.engine.test_characterization > tests/engine/golden/characterization.json` on that commit; re-recorded once, on 1d254ed, when the
 prompt layers of issue 13 changed the system prompt bytes, before plan_exec was merged; and
 once more when a step's first tool_call began to carry the run's usage so far, which was the only
+difference; and once more when task_finished began to carry the run's `outcome`, the only
 difference).
 With no phase policy, nothing changes: no advance_phase tool, no phase events, same bytes."""
 

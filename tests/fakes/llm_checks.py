@@ -111,8 +111,24 @@ def _strict_problems(schema: Any, where: str = "()") -> list[str]:
     return problems
 
 
-def check_response_format(body: dict[str, Any], json_schema_supported: bool) -> None:
-    """OpenAI `response_format`, checked as the service checks it."""
+NULL_CONTENT_REFUSED = (
+    "Failed to parse messages: content must be a string (got null)"  # a llama.cpp-family server
+)
+
+
+def check_null_content(body: dict[str, Any]) -> None:
+    """An assistant message with `content: null` beside `tool_calls`, refused with HTTP 500 as
+    one llama.cpp-family server refuses it (OpenAI accepts it)."""
+    for message in body.get("messages") or []:
+        if isinstance(message, dict) and "content" in message and message["content"] is None:
+            raise BadRequest(NULL_CONTENT_REFUSED, 500, "server_error")
+
+
+def check_response_format(
+    body: dict[str, Any], json_schema_supported: bool, refusal_status: int = 400
+) -> None:
+    """OpenAI `response_format`, checked as the service checks it; refused with
+    `refusal_status` (a llama.cpp-family server: 500) when json_schema is not supported."""
     wanted = body.get("response_format")
     if wanted is None:
         return
@@ -125,6 +141,12 @@ def check_response_format(body: dict[str, Any], json_schema_supported: bool) -> 
     if wanted["type"] != "json_schema":
         return
     if not json_schema_supported:
+        if refusal_status >= 500:
+            raise BadRequest(
+                f"unsupported param: response_format ({JSON_SCHEMA_UNAVAILABLE})",
+                500,
+                "server_error",
+            )
         raise BadRequest(JSON_SCHEMA_UNAVAILABLE)
     spec = wanted.get("json_schema") or {}
     if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", str(spec.get("name") or "")):

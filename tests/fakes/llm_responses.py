@@ -131,7 +131,9 @@ class Responses:
         if wait > 0:
             await asyncio.sleep(wait)
         payload = (
-            openai_completion(body, answer, next(self._ids), self.reasoning_field)
+            openai_completion(
+                body, answer, next(self._ids), self.reasoning_field, usage=self.usage_block
+            )
             if protocol == "openai"
             else anthropic_message(body, answer, next(self._ids))
         )
@@ -171,7 +173,14 @@ class Responses:
         await self._send_head(writer, 200, headers)
         await writer.drain()
         events = (
-            openai_events(body, answer, next(self._ids), self.reasoning_field)
+            openai_events(
+                body,
+                answer,
+                next(self._ids),
+                self.reasoning_field,
+                usage=self.usage_block,
+                repeated_call_ids=self.repeated_call_ids,
+            )
             if protocol == "openai"
             else anthropic_events(body, answer, next(self._ids))
         )

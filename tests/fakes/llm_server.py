@@ -112,10 +112,23 @@ class FakeLLMServer(Responses):
         ssl_context: ssl.SSLContext | None = None,
         reasoning_field: str = "reasoning_content",
         json_schema_supported: bool = True,
+        json_schema_refusal_status: int = 400,
+        null_content_rejected: bool = False,
+        usage_block: bool = True,
+        repeated_call_ids: bool = False,
     ):
         """`ssl_context` (a server-side context): serve HTTPS instead of HTTP.
         `reasoning_field`: the OpenAI delta field a turn's `thinking` streams in
-        (`reasoning_content` as DeepSeek and Qwen, `reasoning` as OpenRouter)."""
+        (`reasoning_content` as DeepSeek and Qwen, `reasoning` as OpenRouter).
+        Server differences of the llama.cpp family: `json_schema_refusal_status` (500: the
+        refusal of json_schema is a server error naming `response_format`),
+        `null_content_rejected` (an assistant message with `content: null` gets HTTP 500),
+        `usage_block=False` (no usage in answers, streamed or not), `repeated_call_ids` (every
+        streamed tool-call fragment repeats the call's id and function name)."""
+        self.repeated_call_ids = repeated_call_ids
+        self.json_schema_refusal_status = json_schema_refusal_status
+        self.null_content_rejected = null_content_rejected
+        self.usage_block = usage_block
         self.reasoning_field = reasoning_field
         self.json_schema_supported = json_schema_supported
         self.record_chunks = record_chunks
@@ -306,6 +319,16 @@ class FakeLLMServer(Responses):
         protocol = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}.get(path_only)
         model = body.get("model") if isinstance(body, dict) else None
         record = RecordedRequest(method, path, headers, body, protocol, model)
+        if (method == "GET" and path_only == "/props") or path_only == "/api/show":
+            # what a server says of itself (Gateway.context_window asks): not a model call,
+            # not recorded; this fake reports no window
+            # (no request id: the answers' ids stay what they are without the question)
+            data = json.dumps({"error": {"message": f"no route {path}"}}).encode()
+            head = {"content-type": "application/json", "content-length": str(len(data))}
+            await self._send_head(writer, 404, head)
+            writer.write(data)
+            await writer.drain()
+            return True
         with self._lock:
             self._requests.append(record)
             fault = self._take_fault(model)
@@ -332,7 +355,11 @@ class FakeLLMServer(Responses):
                 openai_request(body) if protocol == "openai" else anthropic_request(body, headers)
             )
             if protocol == "openai":
-                checks.check_response_format(body, self.json_schema_supported)
+                checks.check_response_format(
+                    body, self.json_schema_supported, self.json_schema_refusal_status
+                )
+                if self.null_content_rejected:
+                    checks.check_null_content(body)
             forced = checks.forced_tool(protocol, body)
         except checks.BadRequest as exc:
             return await self._error(writer, protocol, exc)

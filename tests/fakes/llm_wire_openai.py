@@ -106,28 +106,43 @@ def openai_tool_calls(answer: Answer) -> list[dict[str, Any]]:
 
 
 def openai_completion(
-    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+    body,
+    answer: Answer,
+    number: int,
+    reasoning_field: str = "reasoning_content",
+    *,
+    usage: bool = True,
 ) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": answer.text or None}
     if answer.thinking:
         message[reasoning_field] = answer.thinking
     if answer.tool_calls:
         message["tool_calls"] = openai_tool_calls(answer)
-    return {
+    completion = {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": body["model"],
         "choices": [{"index": 0, "message": message, "finish_reason": answer.finish}],
-        "usage": openai_usage(answer),
     }
+    if usage:
+        completion["usage"] = openai_usage(answer)
+    return completion
 
 
 def openai_events(
-    body, answer: Answer, number: int, reasoning_field: str = "reasoning_content"
+    body,
+    answer: Answer,
+    number: int,
+    reasoning_field: str = "reasoning_content",
+    *,
+    usage: bool = True,
+    repeated_call_ids: bool = False,
 ) -> Iterator[tuple[str, str | None]]:
     """(SSE frame, visible text or None for bookkeeping frames). Reasoning streams first, as
-    `reasoning_field` deltas (DeepSeek: reasoning_content; OpenRouter: reasoning)."""
+    `reasoning_field` deltas (DeepSeek: reasoning_content; OpenRouter: reasoning).
+    `usage=False`: no usage chunk even when asked (some llama.cpp-family servers);
+    `repeated_call_ids`: every tool-call fragment repeats the call's id and name."""
     base = {
         "id": f"chatcmpl-fake-{number}",
         "object": "chat.completion.chunk",
@@ -157,8 +172,10 @@ def openai_events(
         yield frame(delta({"tool_calls": [head]})), call.name
         for piece in pieces:
             fragment = {"index": index, "function": {"arguments": piece}}
+            if repeated_call_ids:
+                fragment = {**head, "function": {"name": call.name, "arguments": piece}}
             yield frame(delta({"tool_calls": [fragment]})), piece
     yield frame(delta({}, answer.finish)), None
-    if (body.get("stream_options") or {}).get("include_usage"):
+    if usage and (body.get("stream_options") or {}).get("include_usage"):
         yield frame([], usage=openai_usage(answer)), None
     yield "data: [DONE]\n\n", None

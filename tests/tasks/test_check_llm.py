@@ -183,6 +183,8 @@ def test_agent_check_passes_when_the_model_fixes_the_bug_with_valid_tool_calls(t
     assert "run            completed in 4 step(s)" in out
     assert "cost           input " in out and "$0.0" in out
     assert "PASS: main works as an agent here." in out
+    assert "step 1: calls read_file" in out and "step 2: calls str_replace_editor" in out
+    assert "tool_choice    recommended: auto" in out
     assert len(sent) == 4  # the engine's calls went to the fake, nothing else
 
 
@@ -197,6 +199,19 @@ def test_agent_check_reports_a_model_that_never_calls_tools(tmp_path):
     assert report["status"] == "completed"
     assert report["problems"][0].startswith("The model never called a tool")
     assert "never called a tool" in result.stderr  # the CommandError says it too
+    assert report["recommended_tool_choice"] == "required"
+    assert report["stopped_because"].startswith("no tool call")
+
+
+def test_agent_check_names_a_rambling_model_as_the_cause(tmp_path):
+    ramble = [{"text": "Let me see:\n" + "#\n" * 60, "repeat": True}]
+    with FakeLLMServer(ramble) as server:
+        result = check_llm(tmp_path, agent_config(server, "openai"), "--agent")
+    assert result.returncode != 0
+    out = result.stdout
+    assert "step 1: runaway_output" in out  # streamed as it happened
+    assert "stopped        rambling" in out and "'#'" in out
+    assert "tool_choice    recommended: required" in out
 
 
 def test_agent_check_reports_invalid_tool_arguments(tmp_path):
@@ -216,3 +231,21 @@ def test_agent_check_on_the_offline_scripted_model_says_to_configure_a_real_one(
     assert result.returncode != 0
     assert "main is the offline scripted model" in result.stdout
     assert "Connect a real model" in result.stdout
+
+
+def test_reports_the_structured_output_path_the_alias_uses(tmp_path):
+    answer = json.dumps({"answer": "Paris"})
+    with FakeLLMServer(
+        [{"text": answer, "repeat": True}],
+        json_schema_supported=False,
+        json_schema_refusal_status=500,
+    ) as server:
+        config = {"models": {"local": server.model_entry("openai")}, "llm": {"main": "local"}}
+        result = check_llm(tmp_path, config, "--json")
+        assert result.returncode == 0, result.stderr
+        (entry,) = json.loads(result.stdout)["models"]
+        assert entry["structured_output"] == "tool"  # json_schema refused with a 500 naming it
+        bodies = [r.body for r in server.requests if r.protocol == "openai"]
+        assert sum("response_format" in body for body in bodies) == 1  # never retried
+        text = check_llm(tmp_path, config)
+        assert "structured output  tool" in text.stdout

@@ -120,6 +120,7 @@ async def test_completed_task_payload_keeps_its_old_keys(demo, llm):
             "conversation",
             "usage",
             "cost",
+            "outcome",  # verified | unverified | no_changes | error code (issue 38)
             "last_seq",
             "created_at",
             "started_at",

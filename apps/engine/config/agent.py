@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -45,6 +45,26 @@ class ReactConfig(Section):
     max_wall_seconds: PositiveFloat = 1800.0
     tool_output_max_chars: PositiveInt = 10_000
     loop_detection: LoopDetectionConfig = LoopDetectionConfig()
+    step_wall_seconds: PositiveFloat | None = Field(
+        default=300.0,
+        description=(
+            "One model call's wall-time limit (its whole reply); past it the reply is cut and "
+            "the model told so (loop/runaway.py). null: no limit but max_wall_seconds."
+        ),
+    )
+    repetition_guard: bool = Field(
+        default=True,
+        description="Cut a streamed reply that repeats the same line or stretch of text.",
+    )
+    step_temperature: Annotated[float, Field(ge=0, le=2)] | None = Field(
+        default=0.2,
+        description=(
+            "Sampling temperature of agent, plan and team steps when the model alias sets none "
+            "(a server's default, 0.8 on llama.cpp, makes small models babble); an alias's "
+            "`temperature` overrides it; not sent to reasoning models that refuse it; null: the "
+            "server's default."
+        ),
+    )
 
 
 class PromptCacheConfig(Section):

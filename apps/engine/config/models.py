@@ -46,7 +46,22 @@ class ModelConfig(Section):
     max_tokens: PositiveInt = 4096
     temperature: Annotated[float, Field(ge=0, le=2)] | None = None
     price: ModelPrice = ModelPrice()
-    context_window: PositiveInt = 128_000
+    context_window: PositiveInt = Field(
+        default=128_000,
+        description=(
+            "Tokens the model reads at most: sizes compression and the repository map. Left "
+            "unset on an OpenAI-compatible server, agentkit reads it where the server says "
+            "(llama.cpp /props, Ollama /api/show)."
+        ),
+    )
+    tool_choice: Literal["auto", "required"] = Field(
+        default="auto",
+        description=(
+            "auto: the model may answer in prose (a prose reply while work is undone gets one "
+            "nudge); required: every agent step must be a tool call and the final answer is "
+            "the tool final_answer {text} (servers then constrain calls by grammar)."
+        ),
+    )
     structured_output: Literal["auto", "json_schema", "tool", "prompt"] = Field(
         default="auto",
         description=(

@@ -13,11 +13,17 @@ from apps.engine.config.base import NonNegInt, PositiveFloat, PositiveInt, Secti
 
 class VerificationConfig(Section):
     modes: ModeVerification = ModeVerification()
+    # react in a coding workspace (tests/ or a pyproject.toml): a task that changed files runs
+    # the workspace's checks before it may complete, even with modes.react off.
+    react_when_changed: bool = True
     max_reinjections: NonNegInt = 1
     timeout_seconds: PositiveFloat = 600.0
     python_commands: list[str] = Field(default_factory=lambda: ["pytest -x -q", "ruff check"])
     # What already failed when the task started does not fail it (apps/engine/plan/verify/baseline.py).
     baseline: bool = True
+    # The baseline's own budget: it runs beside the task's first steps, on a copy of the
+    # workspace as it was at the start; a check that hangs there is recorded as timed out.
+    baseline_timeout_seconds: PositiveFloat = 60.0
     # `ruff check` in a workspace without its own ruff configuration: errors, not style.
     default_ruff_select: list[str] = Field(default_factory=lambda: ["E9", "F63", "F7", "F82"])
 
@@ -68,6 +74,7 @@ class PlanExecConfig(Section):
 EmergencyRuleName = Literal[
     "timeout",
     "loop_detected",
+    "runaway_output",
     "max_steps",
     "llm_rate_limited",
     "llm_auth",

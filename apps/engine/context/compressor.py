@@ -287,6 +287,7 @@ class Compressor:
         model: str | None = None,
         goal: str | None = None,
         size: PromptSize | None = None,
+        force: bool = False,
     ) -> Compression | None:
         """A compressed conversation when the prompt is over the threshold and there is a middle
         to summarize that is larger than a summary may be; else None (the messages stay as they are). `goal`: the run's request; when
@@ -297,7 +298,7 @@ class Compressor:
             before = size.tokens(messages, system, tools)
         else:
             before = estimate_prompt_tokens(messages, system, tools)
-        if before <= self.threshold_for(model):
+        if before <= self.threshold_for(model) and not force:  # force: the server said too long
             return None
         head_end, tail_start = split_points(messages, self.config.keep_first, self.config.keep_last)
         middle = list(messages[head_end:tail_start])

@@ -57,6 +57,15 @@ DEFAULT_RULES: dict[str, Rule] = {
         ),
         True,
     ),
+    "runaway_output": Rule(
+        "runaway_output",
+        "The model's replies kept running away (repeating themselves, or too slow) and were cut.",
+        (
+            "Retry; lower models.<alias>.max_tokens, or try a stronger model "
+            "(manage.py check_llm --agent names the cause).",
+        ),
+        True,
+    ),
     "max_steps": Rule(
         "max_steps_exceeded",
         "The agent used all its steps without an accepted final answer.",
@@ -199,6 +208,8 @@ def rule_for(exc: BaseException) -> str:
         return "timeout"
     if isinstance(exc, flow.LoopStopped):
         return "loop_detected"
+    if isinstance(exc, flow.RunawayStopped):
+        return "runaway_output"
     if isinstance(exc, flow.OutOfSteps):
         return "max_steps"
     if isinstance(exc, flow.VerificationFailed | flow.GaveUp):

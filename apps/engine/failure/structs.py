@@ -98,8 +98,10 @@ _LLM_FAILURES: tuple[tuple[type[llm.LLMError], str, str], ...] = (
     (llm.RateLimitError, "llm_rate_limited", "Wait a moment and retry, or set llm.fallbacks."),
     (
         llm.ContextWindowError,
-        "llm_context_window_exceeded",
-        "Start a new conversation, or pick a model with a larger context window.",
+        "context_overflow",
+        "The conversation was compressed once and still did not fit: start a new conversation, "
+        "set models.<alias>.context_window to the server's real window, or pick a model with a "
+        "larger context window.",
     ),
     (
         llm.LLMTimeoutError,

@@ -26,6 +26,9 @@ _CONTEXT_HINTS = (
     "context_length_exceeded",
     "context length",
     "context window",
+    "context size",  # llama.cpp: "exceeds the available context size" (exceed_context_size_error)
+    "context_size",
+    "n_ctx",
     "maximum context",
     "prompt is too long",
     "too many tokens",
@@ -175,6 +178,17 @@ def error_detail(body: Any) -> str:
     return str(body).strip()[:500]
 
 
+# Words of a refusal that is about a request feature, not an outage: the server lacks it.
+_CAPABILITY_WORDS = ("response_format", "json_schema", "tool_choice", "grammar")
+
+
+def names_capability(body: Any) -> bool:
+    """Whether an error body names a structured-output feature (response_format, json_schema,
+    tool_choice, grammar): the server refuses the feature, and asking again will not help."""
+    text = json.dumps(body) if isinstance(body, dict | list) else str(body or "")
+    return any(word in text.lower() for word in _CAPABILITY_WORDS)
+
+
 def looks_like_context_overflow(body: Any) -> bool:
     text = json.dumps(body).lower() if isinstance(body, dict | list) else str(body or "").lower()
     return any(hint in text for hint in _CONTEXT_HINTS)
@@ -228,6 +242,8 @@ def status_error(
         cls = LLMStatusError
     detail = error_detail(body) or "no detail"
     message = f"{prefix}HTTP {status_code}: {detail}{suffix}"
+    if cls is LLMStatusError and should_retry is None and names_capability(body):
+        should_retry = False  # a feature the server lacks (response_format ...): never retried
     return cls(
         status_code,
         body,

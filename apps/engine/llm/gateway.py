@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 
 from apps.engine.config import AgentkitConfig, ModelConfig, ModelPrice
+from apps.engine.llm.cachesim import estimate_tokens
 from apps.engine.llm.errors import (
     EmptyResponseError,
     LLMConfigurationError,
@@ -58,7 +59,7 @@ from apps.engine.llm.providers.openai import OpenAIProvider
 from apps.engine.llm.providers.script import Script
 from apps.engine.llm.providers.scripted import ScriptedProvider
 from apps.engine.llm.text import StorableStream, storable, storable_call
-from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage
+from apps.engine.llm.types import ChatRequest, ChatResponse, StreamDelta, Usage, sorted_json
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +201,24 @@ class Gateway:
         self._providers[alias] = provider
         return provider
 
+    async def context_window(self, alias: str | None = None) -> int | None:
+        """The context window an OpenAI-compatible server reports for `alias` when agentkit.yaml
+        sets none (`models.<alias>.context_window`): llama.cpp's `/props` (`n_ctx`), else
+        Ollama's `/api/show` (`num_ctx`, else the model's `context_length`). Asked once per
+        process and alias, within 3 s; None when set in the config or not reported."""
+        alias = alias or self.config.llm.main
+        model = self.config.models.get(alias)
+        if (
+            model is None
+            or model.provider != "openai"
+            or "context_window" in model.model_fields_set
+        ):
+            return None
+        key = (model.base_url or "", model.model)
+        if key not in _WINDOWS:
+            _WINDOWS[key] = await _server_window(self._http(), model.base_url or "", model.model)
+        return _WINDOWS[key]
+
     def cost(self, alias: str, usage: Usage) -> float:
         model = self.config.models.get(alias)
         return cost_of(usage, model.price) if model else 0.0
@@ -261,6 +280,9 @@ class Gateway:
                             if held := pieces.end():  # a half surrogate the stream ended on
                                 yield StreamDelta(text=held)
                             response = self._checked(name, provider, delta.response, calls)
+                            if not response.usage.input_tokens and not response.usage.output_tokens:
+                                response.usage = estimated_usage(request, response)
+                                response.cost = self.cost(name, response.usage)
                             yield StreamDelta(response=response)
                             return
                     raise LLMConnectionError(f"{name}: the provider ended without an answer")
@@ -316,6 +338,57 @@ class Gateway:
             return min(float(asked), retries.max_backoff)
         wait = min(retries.max_backoff, retries.initial_backoff * 2 ** (attempt - 1))
         return wait * random.uniform(0.75, 1.0)
+
+
+_WINDOWS: dict[tuple[str, str], int | None] = {}  # (base_url, model) -> what the server said
+
+
+async def _server_window(client: httpx.AsyncClient, base_url: str, model: str) -> int | None:
+    root = base_url.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1")
+    try:
+        response = await client.get(f"{root}/props", timeout=3.0)
+        if response.status_code == 200:
+            data = response.json()
+            settings = data.get("default_generation_settings") or {}
+            window = settings.get("n_ctx") or data.get("n_ctx")
+            if isinstance(window, int) and window > 0:
+                return window
+        response = await client.post(f"{root}/api/show", json={"model": model}, timeout=3.0)
+        if response.status_code == 200:
+            data = response.json()
+            for line in str(data.get("parameters") or "").splitlines():
+                name, _, value = line.partition(" ")
+                if name == "num_ctx" and value.strip().isdigit():
+                    return int(value.strip())
+            for name, value in (data.get("model_info") or {}).items():
+                if name.endswith(".context_length") and isinstance(value, int) and value > 0:
+                    return value
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return None
+
+
+def estimated_usage(request: ChatRequest, response: ChatResponse) -> Usage:
+    """Token counts estimated from the text (about 4 characters a token) for an answer whose
+    server reported none (no usage block, even with `stream_options.include_usage`): marked
+    `estimated`, so a run is never shown as free and empty."""
+    prompt = [block.text for block in request.system]
+    for message in request.messages:
+        prompt.append(message.content)
+        prompt.extend(call.name + sorted_json(call.arguments) for call in message.tool_calls)
+    prompt.extend(
+        tool.name + tool.description + sorted_json(tool.input_schema) for tool in request.tools
+    )
+    answer = [response.content, response.reasoning]
+    answer.extend(
+        call.name + (call.raw_arguments or sorted_json(call.arguments))
+        for call in response.tool_calls
+    )
+    return Usage(
+        input_tokens=max(1, estimate_tokens("".join(prompt))),
+        output_tokens=max(1, estimate_tokens("".join(answer))),
+        estimated=True,
+    )
 
 
 def _give_up(failures: list[tuple[str, LLMError]]) -> LLMError:

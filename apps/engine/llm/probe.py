@@ -7,13 +7,22 @@ configured retries and timeouts.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from apps.engine.llm.errors import LLMError
+from apps.engine.llm.errors import LLMError, LLMStatusError, names_capability
 from apps.engine.llm.gateway import Gateway
-from apps.engine.llm.types import ChatRequest, Message, Usage
+from apps.engine.llm.structured import (
+    STEPS,
+    StructuredMode,
+    memory_key,
+    remember_mode,
+    remembered_mode,
+    structured_mode,
+)
+from apps.engine.llm.types import ChatRequest, Message, StructuredOutput, Usage
 
 PROBE_PROMPT = "Reply with one short sentence: who are you?"
 
@@ -32,6 +41,9 @@ class ProbeResult:
     latency_ms: float = 0.0
     error: str | None = None
     error_type: str | None = None
+    # How this alias gives one JSON object (the planner's path): json_schema | tool | prompt,
+    # or "none" when no way gave one (probe_structured)
+    structured_output: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -72,3 +84,57 @@ async def probe_model(
     if result.ok and result.first_token_ms is None:
         result.first_token_ms = result.latency_ms  # tool-call-only or unstreamed answer
     return result
+
+
+STRUCTURED_PROMPT = 'Reply with a JSON object {"answer": "..."}: what is the capital of France?'
+STRUCTURED_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}},
+    "required": ["answer"],
+}
+
+
+async def probe_structured(gateway: Gateway, alias: str) -> str:
+    """The way `alias` gives one JSON object, as the planner steps down: its own
+    (`structured_output`, or what worked before in this process), then the next ways after a
+    refusal that names the feature or a plain 400. Returns the mode that gave a JSON object
+    (remembered for the alias, as the planner would), or "none"."""
+    model = gateway.config.models.get(alias)
+    if model is None:
+        return "none"
+    own = structured_mode(model)
+    first = remembered_mode(memory_key(alias, model)) or own
+    for mode in STEPS[STEPS.index(first) :]:
+        wanted = StructuredOutput("answer", "The answer.", STRUCTURED_SCHEMA, mode=mode)
+        request = ChatRequest(
+            (Message("user", STRUCTURED_PROMPT),),
+            max_tokens=60,
+            structured=None if mode == "prompt" else wanted,
+        )
+        try:
+            reply = await gateway.complete(request, model=alias, fallbacks=False)
+        except LLMStatusError as exc:
+            if names_capability(exc.body) or exc.status_code == 400:
+                continue
+            return "none"
+        except LLMError:
+            return "none"
+        if _is_object(reply.structured_text("answer")):
+            if mode != own:
+                remember_mode(memory_key(alias, model), mode)
+            return mode
+    return "none"
+
+
+def _is_object(text: str) -> bool:
+    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        return False
+    try:
+        return isinstance(json.loads(body[start : end + 1]), dict)
+    except ValueError:
+        return False
+
+
+__all__ = ["ProbeResult", "StructuredMode", "probe_model", "probe_structured"]

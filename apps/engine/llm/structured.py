@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from apps.engine.config import ModelConfig
+from apps.engine.llm.errors import names_capability  # noqa: F401  (re-exported for callers)
 
 StructuredMode = Literal["json_schema", "tool", "prompt"]
 KEPT = frozenset(
@@ -27,7 +28,47 @@ KEPT = frozenset(
 AUTO: dict[str, StructuredMode] = {"openai": "json_schema", "anthropic": "tool"}
 
 
-def structured_mode(model: ModelConfig) -> StructuredMode:
+# What worked per alias in this process (the planner's step-down: json_schema → tool → prompt):
+# the next request on the alias starts there instead of being refused again.
+_WORKED: dict[str, StructuredMode] = {}
+STEPS: tuple[StructuredMode, ...] = ("json_schema", "tool", "prompt")
+
+
+def memory_key(alias: str, model: ModelConfig | None) -> str:
+    """An alias with its endpoint and model: another server under the same name (a changed
+    agentkit.yaml) starts afresh."""
+    if model is None:
+        return alias
+    return f"{alias} {model.provider} {model.base_url or ''} {model.model}"
+
+
+def remembered_mode(alias: str) -> StructuredMode | None:
+    return _WORKED.get(alias)
+
+
+def remember_mode(alias: str, mode: StructuredMode) -> None:
+    _WORKED[alias] = mode
+
+
+def forget_modes() -> None:
+    """Forget every alias's path (tests; a changed agentkit.yaml)."""
+    _WORKED.clear()
+
+
+def step_down(mode: StructuredMode, refusal: Any = "") -> StructuredMode | None:
+    """The next way to ask after `mode` was refused (None: none left). A refusal that names
+    tool_choice or tools skips the forced tool."""
+    text = str(refusal or "").lower()
+    if mode == "json_schema" and ("tool_choice" in text or '"tools"' in text):
+        return "prompt"
+    index = STEPS.index(mode)
+    return STEPS[index + 1] if index + 1 < len(STEPS) else None
+
+
+def structured_mode(model: ModelConfig, wanted: str | None = None) -> StructuredMode:
+    """`wanted` (the request's own mode, StructuredOutput.mode) first, else the alias's."""
+    if wanted in STEPS:
+        return wanted  # type: ignore[return-value]
     if model.structured_output != "auto":
         return model.structured_output
     return AUTO.get(model.provider, "prompt")

@@ -105,6 +105,9 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # True when a server reported no usage and the counts were estimated from the text
+    # (gateway.py): shown with "~"
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -112,6 +115,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.estimated or other.estimated,
         )
 
     def add(self, other: Usage) -> None:
@@ -120,14 +124,19 @@ class Usage:
         self.output_tokens += other.output_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
+        self.estimated = self.estimated or other.estimated
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        """The counts; `estimated: True` joins them only when some were estimated."""
+        data = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
+        if self.estimated:
+            data["estimated"] = True
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +150,9 @@ class StructuredOutput:
     name: str
     description: str
     schema: dict[str, Any]
+    # How to ask for it (json_schema | tool | prompt); None: the alias's own
+    # (`models.<alias>.structured_output`, structured.py). The planner steps it down.
+    mode: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +163,11 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     structured: StructuredOutput | None = None
+    # "required": the reply must be a call of one of `tools` (servers that constrain output by
+    # grammar then make it a schema-valid one); None: the model may answer in text
+    tool_choice: str | None = None
+    # The temperature when neither `temperature` nor the alias sets one (agent steps: low)
+    default_temperature: float | None = None
 
 
 @dataclass(slots=True)

@@ -18,6 +18,32 @@ def compression_due(compressor: Compressor | None, run: RunState) -> bool:
     return run.prompt_size.tokens(run.messages, run.system, run.specs) > threshold
 
 
+async def compress_after_overflow(compressor: Compressor | None, run: RunState) -> Event | None:
+    """The server refused the prompt as longer than its context window (`ContextWindowError`):
+    compress now, whatever the estimate said, once a run; its `compression` event, or None when
+    there is nothing to compress (or it was done already) and the error stands."""
+    if compressor is None or run.overflow_compressed:
+        return None
+    run.overflow_compressed = True
+    done = await run.interrupter.guard(
+        compressor.compress_if_needed(
+            run.messages,
+            system=run.system,
+            tools=run.specs,
+            model=run.task.model,
+            goal=run.task.goal,
+            force=True,
+        )
+    )
+    if done is None:
+        return None
+    run.messages = done.messages
+    run.usage += done.usage
+    run.cost += done.cost
+    run.llm_calls += done.llm_calls
+    return run.event("compression", step=run.steps, reason="context_overflow", **done.event_data())
+
+
 async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
     """The engine's call site, before a model call on the run's own context: past the
     threshold, the middle of the conversation becomes a summary; returns its `compression`

@@ -64,6 +64,10 @@ class LoopStopped(Failed):
     """The loop detector stopped the run after its warning."""
 
 
+class RunawayStopped(Failed):
+    """A second reply of the run was cut as runaway (loop/runaway.py)."""
+
+
 class OutOfSteps(Failed):
     """react.max_steps were used without an accepted final answer."""
 

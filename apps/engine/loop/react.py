@@ -43,11 +43,16 @@ from apps.engine.config import AgentkitConfig, FallbackChainConfig
 from apps.engine.context.compressor import Compressor
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.failure import recovery, structs
-from apps.engine.llm.errors import LLMError
+from apps.engine.llm.errors import ContextWindowError, LLMError
+from apps.engine.llm.gateway import estimated_usage
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop import setup as run_setup
 from apps.engine.loop.cancellation import CancellationToken
-from apps.engine.loop.compression import compress_run, compression_due
+from apps.engine.loop.compression import (
+    compress_after_overflow,
+    compress_run,
+    compression_due,
+)
 from apps.engine.loop.detection import LoopVerdict, describe_calls
 from apps.engine.loop.flow import (
     Cancelled,
@@ -56,8 +61,11 @@ from apps.engine.loop.flow import (
     LoopStopped,
     OutOfSteps,
     Redirect,
+    RunawayStopped,
 )
-from apps.engine.loop.state import RunState
+from apps.engine.loop.runaway import MAX_CUTS, Cut, StepWatch, cut_message, runaway_error
+from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
+from apps.engine.loop.textcalls import nudge_text, read_calls, undone_work
 from apps.engine.plan import gate as phase_gate
 from apps.engine.plan import reflexion, verification_gate
 from apps.engine.plan.phases import PhasePolicy
@@ -138,6 +146,7 @@ class ReActEngine:
                                 yield event
                             # the work's time budget starts now
                             run_setup.arm(self.config, run, cancel)
+                        await run_setup.learn_window(self, run)
                         await run_setup.take_baseline(self, run)
                     else:  # Recovery: a fresh time budget, a reflection, the retry message
                         run_setup.arm(self.config, run, cancel)
@@ -201,10 +210,17 @@ class ReActEngine:
                 due = compression_due(self.compressor, run)
                 if due and (compressed := await compress_run(self.compressor, run)) is not None:
                     yield compressed
-                request = ChatRequest(tuple(run.messages), run.system, run.specs)
+                request = ChatRequest(
+                    tuple(run.messages),
+                    run.system,
+                    run.specs,
+                    tool_choice=run.tool_choice,
+                    default_temperature=run.step_temperature,
+                )
                 batcher = run.batcher.begin()  # a new call: its first text goes out at once
                 thoughts = run.reasoning_batcher.begin()  # its reasoning: `reasoning` events
                 run.reply, shown, thought, guard = None, False, False, run.interrupter.guard
+                watch = StepWatch(self.config.react.step_wall_seconds, run.repetition_guard)
                 stream = self.model.stream(request, model=run.task.model)
                 try:
                     while run.reply is None:
@@ -227,12 +243,14 @@ class ReActEngine:
                             if text := thoughts.push(delta.reasoning):
                                 thought = True
                                 yield run.event_of("reasoning", {"step": run.steps, "text": text})
+                            watch.tick()
                         else:
                             if thought and (rest := thoughts.flush()):  # reasoning comes first
                                 yield run.event_of("reasoning", {"step": run.steps, "text": rest})
                             if text := batcher.push(delta.text):
                                 shown = True
                                 yield run.event_of("token", {"step": run.steps, "text": text})
+                            watch.push(delta.text)
                 except Exception:
                     if rest := thoughts.flush():
                         yield run.event_of("reasoning", {"step": run.steps, "text": rest})
@@ -248,6 +266,13 @@ class ReActEngine:
                     yield run.event_of("token", {"step": run.steps, "text": rest})
                 reply = run.reply
                 _count(run, reply)
+                calls_as_text = (
+                    run.specs
+                    and run.task.mode != "direct_chat"
+                    and await read_calls(run, request, reply, self._call)  # textcalls.py
+                )
+                if calls_as_text and shown:  # shown as the call it is, not as its JSON
+                    yield run.event("token", step=run.steps, text="", restart=True)
                 # Message("assistant", content, calls, thinking=...), positionally: the thinking
                 # blocks (signed) go back with it on the next call (providers/anthropic.py)
                 run.messages.append(
@@ -301,6 +326,10 @@ class ReActEngine:
                     observations.append(_observe(run, call, result))
                     any_error = any_error or not result.ok
                     acted = acted or call.name not in self.non_action_tools
+                run.acted = run.acted or acted
+                run.may_have_changed = run.may_have_changed or any(
+                    call.name not in READ_ONLY_TOOLS for call in reply.tool_calls
+                )
                 action = describe_calls(reply.tool_calls) if acted else None
                 seen = observations[0] if len(observations) == 1 else "\n".join(observations)
                 if verdict := run.detector.record(action, seen, error=any_error):
@@ -308,6 +337,24 @@ class ReActEngine:
                         yield event
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
+            except Cut as cut:  # rambling or too slow: what arrived is its reply, and it is told
+                run.cuts += 1
+                cut_reply = ChatResponse(content=watch.text)
+                cut_reply.usage = estimated_usage(request, cut_reply)  # no usage came: estimated
+                _count(run, cut_reply)
+                if run.cuts >= MAX_CUTS:
+                    raise RunawayStopped(watch.text, runaway_error(cut)) from None
+                warning = runaway_error(cut, warning=True).model_dump()
+                yield run.event("error", step=run.steps, fatal=False, error_struct=warning)
+                run.messages += [
+                    Message("assistant", watch.text),
+                    Message("user", cut_message(cut)),
+                ]
+            except ContextWindowError:  # the server's window is smaller: compress, retry once
+                if (event := await compress_after_overflow(self.compressor, run)) is None:
+                    raise
+                run.steps -= 1  # the same step again, on the compressed conversation
+                yield event
 
     async def _call(self, run: RunState, request: ChatRequest) -> ChatResponse:
         """One model call whose text is not shown (a reflect call): its reply, counted."""
@@ -334,6 +381,15 @@ class ReActEngine:
                 async for event in self._on_loop(run, verdict, prefix=problem):
                     yield event
             raise Redirect(Message("user", problem))
+        if (
+            run.nudge_prose
+            and not run.tool_nudged
+            and not run.acted
+            and run.task.mode == "react"
+            and undone_work(run.task.goal, reply.content, run.specs)
+        ):  # prose while the work is undone: once, what tools exist and how to call them
+            run.tool_nudged = True
+            raise Redirect(Message("user", nudge_text(run.specs)))
         reason = run.tracker is not None and not run.nudged and reflexion.unfinished(reply.content)
         if reason:  # plan_exec: an answer that says it is unfinished goes back once (R10)
             run.nudged = True
@@ -342,7 +398,16 @@ class ReActEngine:
             yield event
 
     async def _finish(self, run: RunState, answer: str) -> AsyncIterator[Event]:
-        """The final-answer gate (verification_gate.py): verified, then submitted."""
+        """The final-answer gate (verification_gate.py): verified, then submitted. A react run
+        that changed a coding workspace verifies by default (verification.react_when_changed)."""
+        if (
+            not run.verify
+            and run.task.mode == "react"
+            and run.edits  # an edit made: a command that may have changed files is unverified
+            and self.config.verification.react_when_changed
+            and getattr(self.verifier, "coding_workspace", False)
+        ):
+            run.verify = run.verify_implicit = True
         gate = verification_gate.finish(run, answer, self.verifier, self.config, self._ask)
         async for event in gate:
             yield event

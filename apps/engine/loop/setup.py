@@ -16,6 +16,7 @@ from apps.engine.loop.detection import LoopDetector
 from apps.engine.loop.flow import Cancelled, Finished, TimedOut
 from apps.engine.loop.state import RunState
 from apps.engine.loop.streaming import DeltaBatcher
+from apps.engine.loop.textcalls import FINAL_ANSWER_SPEC
 from apps.engine.plan import phases
 from apps.engine.plan.phases import PhasePolicy, PhaseTracker
 from apps.engine.ports import Verifier
@@ -54,6 +55,13 @@ def prepare(engine: EngineParts, run: RunState, cancel: CancellationToken | None
         run.tracker = PhaseTracker.for_run(cfg.plan_exec, engine.phase_policy)
         run.specs = (*run.specs, phases.ADVANCE_SPEC)
         skill_prompt = f"{phases.PLAN_EXEC_INSTRUCTIONS}\n\n{skill_prompt}".strip()
+    alias = cfg.models.get(task.model or cfg.llm.main)
+    if task.mode != "direct_chat":
+        run.step_temperature = cfg.react.step_temperature
+        if alias is not None and alias.tool_choice == "required" and run.specs:
+            run.tool_choice = "required"  # the final answer is a tool too (textcalls.py)
+            run.specs = (*run.specs, FINAL_ANSWER_SPEC)
+        run.nudge_prose = alias is not None and alias.provider != "scripted"  # scripts as written
     run.specs = canonical_tools(run.specs)  # sorted, canonical JSON: cache-stable bytes
     run.system = build_system_prompt(  # stable block, breakpoint, volatile block (prompt.py)
         mode="direct_chat" if task.mode == "direct_chat" else "react",
@@ -77,6 +85,7 @@ def prepare(engine: EngineParts, run: RunState, cancel: CancellationToken | None
     if run.tracker is not None:  # retries look alike: never below 3 (seed 000 RV22)
         loop_config = _plan_exec_loop_config(loop_config)
     run.detector = LoopDetector(loop_config)
+    run.repetition_guard = cfg.react.repetition_guard and task.mode != "direct_chat"
     run.batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # the model calls' token events
     run.reasoning_batcher = DeltaBatcher(cfg.streaming.flush_interval_ms)  # their reasoning
     arm(cfg, run, cancel)
@@ -114,6 +123,24 @@ def arm(config: AgentkitConfig, run: RunState, cancel: CancellationToken | None)
         )
 
 
+async def learn_window(engine: EngineParts, run: RunState) -> None:
+    """The context window the run's model server reports, when agentkit.yaml sets none
+    (Gateway.context_window: llama.cpp /props, Ollama /api/show): compression starts at half
+    of it instead of half the 128k default."""
+    learn = getattr(engine.model, "context_window", None)
+    compressor = getattr(engine, "compressor", None)
+    if learn is None or compressor is None or run.task.mode == "direct_chat":
+        return
+    try:
+        window = await run.interrupter.guard(learn(run.task.model))
+    except (asyncio.CancelledError, Finished):
+        raise
+    except Exception:
+        return
+    if window:
+        run.compress_above = compressor.config.threshold_tokens or window // 2
+
+
 async def take_baseline(engine: EngineParts, run: RunState) -> None:
     """Before step 1 of a run that verifies: what the workspace already had wrong (the verifier's
     `take_baseline`, verify/baseline.py), so verification judges what the task changed. A
@@ -121,6 +148,8 @@ async def take_baseline(engine: EngineParts, run: RunState) -> None:
     take = getattr(engine.verifier, "take_baseline", None)
     if not run.verify or take is None:
         return
+    if (close := getattr(engine.verifier, "close", None)) is not None:
+        run.cleanups.append(close)  # a baseline still running at the end stops there
     try:
         await run.interrupter.guard(take())
     except (asyncio.CancelledError, Finished):

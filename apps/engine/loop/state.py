@@ -52,6 +52,17 @@ class RunState:
     tracker: PhaseTracker | None = None  # plan_exec only
     best_answer: str = ""  # the last text the model wrote (plan_exec: the forced gate's answer)
     nudged: bool = False  # an unfinished-looking answer was sent back once (R10)
+    overflow_compressed: bool = False  # compressed once after the server's context overflow
+    verify_implicit: bool = False  # verifying by react_when_changed (no sandbox: skipped)
+    tool_choice: str | None = None  # "required": every step a tool call, final_answer included
+    step_temperature: float | None = None  # the steps' temperature where the alias sets none
+    cuts: int = 0  # replies cut as runaway (loop/runaway.py)
+    repetition_guard: bool = True
+    tool_nudged: bool = False  # a prose reply with the work undone was sent back once
+    acted: bool = False  # some tool ran in this run
+    # a tool that may write (anything but the readers; the editor counts by its diffs) ran
+    may_have_changed: bool = False
+    nudge_prose: bool = False  # prose with the work undone gets one nudge (not scripted models)
     recoveries: int = 0  # Recovery attempts made (recovery.py)
     failure: Finished | None = None  # the failed attempt Recovery works on
     edits: list[dict[str, str]] = field(default_factory=list)  # the editor's diffs, in order
@@ -67,16 +78,24 @@ class RunState:
         self.seq += 1
         return Event(type, self.task.task_id, self.seq, datetime.now(UTC), data)
 
+    @property
+    def changed(self) -> bool:
+        """Whether the run changed the workspace (an edit), or may have (a command ran)."""
+        return bool(self.edits) or self.may_have_changed
+
     def usage_so_far(self) -> dict[str, int]:
         """UsageTotals.of(usage, llm_calls).model_dump(), without building the model."""
         usage = self.usage
-        return {
+        data = {
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cache_read_tokens": usage.cache_read_tokens,
             "cache_write_tokens": usage.cache_write_tokens,
             "llm_calls": self.llm_calls,
         }
+        if usage.estimated:
+            data["estimated"] = True
+        return data
 
     def result(self) -> TaskResult:
         end = self.outcome or Cancelled(error=structs.interrupted())
@@ -88,8 +107,26 @@ class RunState:
             usage=UsageTotals.of(self.usage, self.llm_calls),
             cost=self.cost,
             error=end.error,
+            outcome=outcome_of(end, self.verification, self.changed),
             verification=self.verification,
             phases=self.tracker.counters() if self.tracker else None,
             salvage=self.salvage,
             original_error=self.original_error,
         )
+
+
+# Tools that never change the workspace (the editor's changes are counted by their diffs).
+READ_ONLY_TOOLS = frozenset(
+    {"read_file", "search", "think", "run_tests", "str_replace_editor", "advance_phase"}
+)
+
+
+def outcome_of(end: Finished, verification: list[VerificationRecord], changed: bool) -> str:
+    """What a run came to, in one word (`TaskResult.outcome`): `verified` (its checks ran and the
+    last passed), `unverified` (it changed files and ran no check), `no_changes` (it changed
+    nothing), or — not completed — the failure's error code (else its status)."""
+    if end.status == "completed":
+        if verification and verification[-1].passed:
+            return "verified"
+        return "unverified" if changed else "no_changes"
+    return end.error.error_code if end.error is not None else end.status

@@ -2,8 +2,12 @@
 structured output on the main model. The request asks for one JSON object of SpecDraft's schema
 (`ChatRequest.structured`): the provider uses what the endpoint has — OpenAI `response_format:
 json_schema`, a forced `submit_spec` tool call (Anthropic; OpenAI-compatible servers with
-`structured_output: tool`), or the words of the prompt alone (`prompt`, the scripted model). An
-endpoint that refuses the structured request (HTTP 400) is asked again in words only. The reply
+`structured_output: tool`), or the words of the prompt alone (`prompt`, the scripted model). A
+refusal of the way asked steps down by itself — json_schema, then the forced tool, then the
+prompt's words with parse-and-ask-again — when its body names the feature (any 4xx/5xx saying
+response_format, json_schema, tool_choice: the gateway does not retry those) or is a plain 400
+(straight to the prompt); the way that worked is remembered per alias for the process
+(structured.py), and a step down costs no attempt. The reply
 (the text, or the forced call's arguments) is validated with pydantic, and an invalid one is sent
 back with the validation errors (as the forced call's tool result when it was one), at most
 `planner.max_attempts` replies in all. None valid → `PlannerFailed` carrying an `invalid_spec`
@@ -16,6 +20,7 @@ Framework-free: the model is any `ModelClient` (the gateway in the runner).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -25,7 +30,21 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from apps.engine.events import ErrorStruct
-from apps.engine.llm.errors import ContextWindowError, LLMStatusError
+from apps.engine.llm.errors import (
+    AuthenticationError,
+    ContextWindowError,
+    LLMStatusError,
+    RateLimitError,
+    names_capability,
+)
+from apps.engine.llm.structured import (
+    StructuredMode,
+    memory_key,
+    remember_mode,
+    remembered_mode,
+    step_down,
+    structured_mode,
+)
 from apps.engine.llm.types import (
     ChatRequest,
     ChatResponse,
@@ -68,10 +87,11 @@ offered, call it with that object as its arguments."""
 class PlannerFailed(Exception):
     """No valid spec within the attempts; `error` is the `invalid_spec` error for the user."""
 
-    def __init__(self, error: ErrorStruct, attempts: int):
+    def __init__(self, error: ErrorStruct, attempts: int, spent: PlanResult | None = None):
         super().__init__(error.message)
         self.error = error
         self.attempts = attempts
+        self.spent = spent  # the calls made (usage, cost): a failed plan still cost tokens
 
 
 @dataclass
@@ -92,12 +112,14 @@ class Planner:
         max_attempts: int = 3,
         max_tokens: int = 4096,
         roles: Sequence[str] = ("coder",),
+        temperature: float | None = None,
     ):
         self.model = model
         self.model_alias = model_alias
         self.max_attempts = max_attempts
         self.max_tokens = max_tokens
         self.roles = tuple(sorted(set(roles))) or ("coder",)
+        self.temperature = temperature  # where the alias sets none (react.step_temperature)
 
     async def draft(
         self,
@@ -112,27 +134,58 @@ class Planner:
         messages = [Message("user", self.request_text(goal, mode, pitfalls, previous, feedback))]
         result = PlanResult(draft=None, attempts=0)  # type: ignore[arg-type]
         errors: list[str] = []
-        structured: StructuredOutput | None = SPEC_OUTPUT
+        alias = self._alias()
+        own = self._own_mode(alias)
+        mode = remembered_mode(self._memory_key(alias)) or own
         for attempt in range(1, self.max_attempts + 1):
             result.attempts = attempt
-            try:
-                reply = await self._ask(messages, result, structured)
-            except LLMStatusError as exc:
-                if (
-                    structured is None
-                    or exc.status_code != 400
-                    or isinstance(exc, ContextWindowError)
-                ):
-                    raise
-                log.warning("the model refused structured output; planning in words: %s", exc)
-                structured = None  # the endpoint lacks it: the prompt's words, validated
-                reply = await self._ask(messages, result, structured)
+            while True:  # a refused way of asking steps down; it costs no attempt
+                try:
+                    reply = await self._ask(messages, result, _output(mode))
+                    break
+                except LLMStatusError as exc:
+                    lower = self._step_down(mode, exc)
+                    if lower is None:
+                        raise
+                    log.warning("%s refused structured output as %s; asking by %s: %s",
+                                alias, mode, lower, exc)  # fmt: skip
+                    mode = lower
+            if mode != own:  # a step down that worked: this alias's next plans start there
+                remember_mode(self._memory_key(alias), mode)
             draft, errors = parse_draft(reply.structured_text(SPEC_TOOL), goal)
             if draft is not None:
                 result.draft = draft
                 return result
             messages += retry_messages(reply, errors)
-        raise PlannerFailed(invalid_spec(errors, self.max_attempts), self.max_attempts)
+        raise PlannerFailed(invalid_spec(errors, self.max_attempts), self.max_attempts, result)
+
+    def _alias(self) -> str:
+        return self.model_alias or getattr(self.model, "main_alias", "") or "main"
+
+    def _memory_key(self, alias: str) -> str:
+        config = getattr(self.model, "config", None)
+        model = getattr(config, "models", {}).get(alias) if config is not None else None
+        return memory_key(alias, model)
+
+    def _own_mode(self, alias: str) -> StructuredMode:
+        """The alias's configured way (`models.<alias>.structured_output`), where the model
+        client has a config (the gateway); else json_schema, stepped down when refused."""
+        config = getattr(self.model, "config", None)
+        model = getattr(config, "models", {}).get(alias) if config is not None else None
+        return structured_mode(model) if model is not None else "json_schema"
+
+    @staticmethod
+    def _step_down(mode: StructuredMode, exc: LLMStatusError) -> StructuredMode | None:
+        """The next way after a refusal of `mode`, or None (the error stands): a refusal that
+        names the feature (any 4xx/5xx whose body says response_format, json_schema,
+        tool_choice, grammar), or a plain 400, steps down; a plain 400 straight to the prompt."""
+        if mode == "prompt" or isinstance(
+            exc, ContextWindowError | AuthenticationError | RateLimitError
+        ):
+            return None
+        if names_capability(exc.body) or names_capability(str(exc)):
+            return step_down(mode, exc.body)
+        return "prompt" if exc.status_code == 400 else None
 
     def request_text(
         self, goal: str, mode: str, pitfalls: str, previous: SpecDraft | None, feedback: str
@@ -163,6 +216,7 @@ class Planner:
             (),
             max_tokens=self.max_tokens,
             structured=structured,
+            default_temperature=self.temperature,
         )
         response: ChatResponse | None = None
         stream = self.model.stream(request, model=self.model_alias)
@@ -179,6 +233,11 @@ class Planner:
         result.cost += response.cost
         result.llm_calls += 1
         return response
+
+
+def _output(mode: StructuredMode) -> StructuredOutput | None:
+    """The request's structured output for `mode` (prompt: none, the prompt's words)."""
+    return None if mode == "prompt" else dataclasses.replace(SPEC_OUTPUT, mode=mode)
 
 
 def parse_draft(text: str, goal: str) -> tuple[SpecDraft | None, list[str]]:

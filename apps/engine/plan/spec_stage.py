@@ -97,6 +97,10 @@ class SpecStage:
                 )
             )
         except PlannerFailed as failed:
+            if (spent := failed.spent) is not None:  # the replies that were no spec still count
+                run.usage += spent.usage
+                run.cost += spent.cost
+                run.llm_calls += spent.llm_calls
             raise Failed(error=failed.error) from None
         run.usage += result.usage
         run.cost += result.cost

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from apps.tasks import selectors
 from apps.tasks.batch.spec import TaskSpec
 from apps.tasks.models import Task, TaskEvent
 
@@ -45,6 +46,8 @@ class Outcome:
     mismatches: list[str] = field(default_factory=list)
     # A suite's hidden tests (suites.py): passed | failed | timed_out | not_run; solved: passed.
     hidden_tests: str = "not_run"
+    # verified | unverified | no_changes | the failure's error code (GET /api/tasks/<id>)
+    outcome: str | None = None
     solved: bool | None = None
     detail: str = ""
     # A task on a repository workspace: its branch and the branch's newest commit ("" else).
@@ -109,6 +112,7 @@ def outcome_of(*, spec: TaskSpec, task_id: int | None) -> Outcome:
         error=task.error,
         branch=task.branch,
         commit=task.commit,
+        outcome=selectors.task_outcome(task),
     )
     return _judged(outcome, spec)
 

@@ -10,10 +10,12 @@ from pathlib import Path
 
 from apps.tasks.batch.outcomes import NOT_STARTED, Outcome
 from apps.tasks.batch.running import BatchRun
+from apps.tasks.selectors import outcome_words
 
 COLUMNS = (
     "id",
     "status",
+    "outcome",
     "steps",
     "tokens",
     "cached",
@@ -40,6 +42,7 @@ def _row(outcome: Outcome) -> list[str]:
     return [
         outcome.id,
         outcome.status,
+        outcome_words(outcome.outcome) or "—",
         str(outcome.steps),
         f"{outcome.tokens:,}",
         f"{outcome.cache_read_tokens:,}",

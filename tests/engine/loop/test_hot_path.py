@@ -124,7 +124,7 @@ def test_the_initialisers_take_the_fields_in_order_with_their_defaults():
     ]  # fmt: skip
     request = ChatRequest((message,), SYSTEM, TOOLS, 100, 0.5)
     assert [getattr(request, f.name) for f in dataclasses.fields(ChatRequest)] == [
-        (message,), SYSTEM, TOOLS, 100, 0.5, None
+        (message,), SYSTEM, TOOLS, 100, 0.5, None, None, None
     ]  # fmt: skip
     assert dataclasses.replace(message, content="x") == Message(
         "tool", "x", (call,), "c1", "shell", True

@@ -246,7 +246,7 @@ async def test_retried_call_tells_the_client_to_drop_the_text_of_the_failed_atte
     ("fail", "code"),
     [
         ("auth", "llm_authentication_failed"),
-        ("context_window", "llm_context_window_exceeded"),
+        ("context_window", "context_overflow"),
         ("rate_limit", "llm_rate_limited"),
         ("timeout", "llm_timeout"),
     ],

@@ -179,3 +179,68 @@ async def test_a_model_that_never_gives_a_valid_spec_ends_in_invalid_spec(provid
     assert info.value.error.error_code == "invalid_spec"
     assert "3 attempt(s)" in info.value.error.message
     assert "no JSON object" in info.value.error.message
+
+
+# ── the step-down on servers that refuse a way of asking (issue 38) ─────────────────────────
+async def test_a_500_naming_response_format_steps_down_to_the_tool_without_retries():
+    from apps.engine.llm.structured import forget_modes
+
+    forget_modes()
+    with FakeLLMServer(
+        script=[{"text": json.dumps(VALID), "repeat": True}],
+        json_schema_supported=False,
+        json_schema_refusal_status=500,
+    ) as server:
+        cfg = parse_config(
+            {
+                "models": {"main": server.model_entry("openai")},
+                "llm": {"retries": {"max_attempts": 3}},  # a capability error spends none
+            }
+        )
+        result = await plan(cfg)
+        assert result.draft.goal == "add a CLI" and result.attempts == 1
+        first, second = server.requests
+        assert "response_format" in first.body and "response_format" not in second.body
+        assert second.body["tool_choice"]["function"]["name"] == SPEC_TOOL
+        # remembered for the alias: the next plan asks by the tool at once
+        await plan(cfg)
+        assert len(server.requests) == 3 and "response_format" not in server.requests[2].body
+    forget_modes()
+
+
+async def test_a_server_refusing_the_tool_too_is_asked_in_words():
+    from apps.engine.llm.structured import forget_modes
+
+    forget_modes()
+    with FakeLLMServer(
+        script=[{"text": json.dumps(VALID), "repeat": True}],
+        json_schema_supported=False,
+        json_schema_refusal_status=500,
+    ) as server:
+        from tests.fakes.llm_server import Fault
+
+        server.fail_next(
+            Fault.http_error(500, "response_format is not supported"),
+            Fault.http_error(500, "tool_choice is not supported by this server"),
+        )
+        cfg = parse_config(
+            {
+                "models": {"main": server.model_entry("openai")},
+                "llm": {"retries": {"max_attempts": 3}},
+            }
+        )
+        result = await plan(cfg)
+        assert result.draft.goal == "add a CLI"
+        bodies = [request.body for request in server.requests]
+        assert len(bodies) == 3
+        assert "response_format" in bodies[0] and "tool_choice" in bodies[1]
+        assert "response_format" not in bodies[2] and "tool_choice" not in bodies[2]
+    forget_modes()
+
+
+async def test_the_planner_asks_for_a_low_temperature_where_the_alias_sets_none():
+    with FakeLLMServer([{"text": json.dumps(VALID), "repeat": True}]) as server:
+        await plan(config(server, "openai"), temperature=0.2)
+        assert server.requests[-1].body["temperature"] == 0.2
+        await plan(config(server, "openai", temperature=0.9), temperature=0.2)
+        assert server.requests[-1].body["temperature"] == 0.9

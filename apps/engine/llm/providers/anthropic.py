@@ -189,8 +189,12 @@ def build_body(
     body["messages"] = messages
     if not thinking:
         temperature = request.temperature if request.temperature is not None else temperature
+        if temperature is None:
+            temperature = request.default_temperature
     if temperature is not None:
         body["temperature"] = temperature
+    if request.tools and request.tool_choice == "required" and not thinking:
+        body["tool_choice"] = {"type": "any"}
     if request.tools:
         body["tools"] = [
             {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
@@ -360,7 +364,9 @@ class AnthropicProvider(HTTPProvider):
             temperature=self.model.temperature,
             stream=stream,
             thinking_budget=self.model.thinking_budget,
-            structured_mode=structured_mode(self.model),
+            structured_mode=structured_mode(
+                self.model, request.structured.mode if request.structured else None
+            ),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:

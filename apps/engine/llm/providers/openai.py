@@ -21,6 +21,7 @@ and tool calls alone (DeepSeek refuses a request whose messages carry `reasoning
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from apps.engine.llm.errors import body_error
@@ -28,6 +29,10 @@ from apps.engine.llm.providers.base import HTTPProvider
 from apps.engine.llm.sse import ServerSentEvent, StreamSnapshot, build_tool_call
 from apps.engine.llm.structured import StructuredMode, strict_schema, structured_mode
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, StructuredOutput, Usage
+
+# Models that refuse a temperature other than their default (OpenAI's o-series and gpt-5,
+# DeepSeek's reasoner): an agent step's default temperature is not sent to them.
+REASONING_MODEL = re.compile(r"(^|/)(o\d|gpt-5)|reasoner|(^|[-/])r1\b", re.IGNORECASE)
 
 FINISH_REASONS = {
     "stop": "stop",
@@ -58,7 +63,9 @@ def message_json(message: Message) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
-        out["content"] = message.content or None
+        # "" rather than null beside tool calls: some llama.cpp-family servers refuse null
+        # with HTTP 500 (OpenAI takes either)
+        out["content"] = message.content or ""
         out["tool_calls"] = [
             {
                 "id": call.id,
@@ -90,8 +97,12 @@ def build_body(
         "max_tokens": request.max_tokens or max_tokens,
     }
     temperature = request.temperature if request.temperature is not None else temperature
+    if temperature is None and not REASONING_MODEL.search(model):
+        temperature = request.default_temperature  # reasoning models take only their default
     if temperature is not None:
         body["temperature"] = temperature
+    if request.tools and request.tool_choice == "required":
+        body["tool_choice"] = "required"
     if request.tools:
         body["tools"] = [
             {
@@ -251,7 +262,9 @@ class OpenAIProvider(HTTPProvider):
             max_tokens=self.model.max_tokens,
             temperature=self.model.temperature,
             stream=stream,
-            structured_mode=structured_mode(self.model),
+            structured_mode=structured_mode(
+                self.model, request.structured.mode if request.structured else None
+            ),
         )
 
     def parse_response(self, data: Any) -> ChatResponse:

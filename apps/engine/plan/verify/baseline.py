@@ -39,10 +39,12 @@ class Baseline:
 
     lint: dict[str, Counter[LintKey]] = field(default_factory=dict)  # "ruff check ..." → findings
     failing_tests: dict[str, frozenset[str]] = field(default_factory=dict)  # "pytest ..." → ids
+    # "pytest ..." → the seconds it ran before its budget killed it: it hung before the change
+    timed_out: dict[str, float] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not self.lint and not self.failing_tests
+        return not self.lint and not self.failing_tests and not self.timed_out
 
 
 def is_ruff_check(argv: list[str]) -> bool:
@@ -138,6 +140,15 @@ def preexisting_note(failed: frozenset[str], before: frozenset[str]) -> str:
         "Pre-existing: these tests were already failing when the task started (not caused by "
         f"your changes):\n{listed}{more}\nThey still count: make them pass if the task is about "
         "them; otherwise leave them and say in your answer that they failed before you started."
+    )
+
+
+def preexisting_timeout_note(command: str, seconds: float) -> str:
+    """The line that says a check already hung before the task changed anything."""
+    return (
+        f"Pre-existing: `{command}` already timed out after {seconds:.0f} s when the task "
+        "started, before your changes (a hanging test or an endless loop in the code under "
+        "test): fix the hang if the task is about it."
     )
 
 

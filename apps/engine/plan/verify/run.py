@@ -48,7 +48,10 @@ cannot run raises `SandboxUnavailable` (an environment problem, not the model's)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -64,6 +67,7 @@ from apps.engine.plan.verify.baseline import (
     new_findings,
     parse_ruff_json,
     preexisting_note,
+    preexisting_timeout_note,
     pytest_without_exit_first,
 )
 from apps.engine.plan.verify.commands import (
@@ -156,19 +160,27 @@ class Verifier:
         return await self._run_all(root, kind, commands, started)
 
     async def take_baseline(
-        self, workspace: str | os.PathLike[str], spec_commands: Sequence[str] = ()
+        self,
+        workspace: str | os.PathLike[str],
+        spec_commands: Sequence[str] = (),
+        *,
+        snapshot: Path | None = None,
     ) -> Baseline:
         """Run the workspace's `pytest` and `ruff check` commands once, before the task changes
-        anything, and keep what already failed (verify/baseline.py). Once per workspace."""
+        anything, and keep what already failed (verify/baseline.py). Once per workspace.
+        `snapshot`: a copy of the workspace as it was at the start, to run them in while the
+        task goes on; within `verification.baseline_timeout_seconds`, a check that hangs is
+        recorded as timed out (with its seconds)."""
         root = Path(workspace).resolve()
         if root in self.baselines:
             return self.baselines[root]
         self.sandbox.ensure_available()
-        _, commands = await asyncio.to_thread(self.plan, root, spec_commands)
-        deadline = time.monotonic() + self.config.timeout_seconds
-        lint, failing = {}, {}
+        where = snapshot or root
+        _, commands = await asyncio.to_thread(self.plan, where, spec_commands)
+        deadline = time.monotonic() + self.config.baseline_timeout_seconds
+        lint, failing, timed_out = {}, {}, {}
         for command in commands:
-            prepared = prepare_command(root, command, self.config.default_ruff_select)
+            prepared = prepare_command(where, command, self.config.default_ruff_select)
             remaining = deadline - time.monotonic()
             if prepared.tool not in ("pytest", "ruff_check") or remaining < 1:
                 continue
@@ -176,16 +188,18 @@ class Verifier:
             if prepared.tool == "pytest":
                 argv = pytest_without_exit_first(argv)
             result = await self.sandbox.run(
-                argv, root, network=False, writable=(root,), timeout=remaining, env=prepared.env
+                argv, where, network=False, writable=(where,), timeout=remaining, env=prepared.env
             )
             if result.timed_out:
+                if prepared.tool == "pytest":
+                    timed_out[command] = round(result.duration, 1)
                 continue
             output = result.combined_output()
             if prepared.tool == "pytest":
                 failing[command] = failed_test_ids(output)
-            elif (findings := parse_ruff_json(result.stdout, root)) is not None:
+            elif (findings := parse_ruff_json(result.stdout, where)) is not None:
                 lint[command] = lint_counts(findings)
-        baseline = Baseline(lint=lint, failing_tests=failing)
+        baseline = Baseline(lint=lint, failing_tests=failing, timed_out=timed_out)
         self.baselines[root] = baseline
         return baseline
 
@@ -277,9 +291,12 @@ class Verifier:
             )
         elif result.timed_out:
             code = "command_timeout"
+            before = baseline.timed_out.get(command)
+            pre = f"\n{preexisting_timeout_note(command, before)}" if before is not None else ""
             errors = (
                 f"`{command}` timed out after {result.duration:.0f} s and was killed. Look for a "
-                f"hanging test or an endless loop.\n" + "\n".join(tail(output.splitlines(), 15)),
+                f"hanging test or an endless loop.{pre}\n"
+                + "\n".join(tail(output.splitlines(), 15)),
             )
         elif not passed:
             condensed = condense(prepared.tool, output)
@@ -321,15 +338,54 @@ class TaskVerifier:
         self.verifier = verifier
         self.workspace = workspace
         self.spec_commands = spec_commands  # the list a confirmed spec adds its commands to
+        self._baseline: asyncio.Task | None = None  # running beside the task's first steps
+        self._snapshot: tempfile.TemporaryDirectory | None = None  # the start, copied
+
+    @property
+    def coding_workspace(self) -> bool:
+        """A workspace with tests or a pyproject: a react task that changed it verifies
+        (verification.react_when_changed)."""
+        root = Path(self.workspace)
+        return (root / "tests").is_dir() or (root / "pyproject.toml").is_file()
 
     async def __call__(self, answer: str) -> VerificationOutcome:
+        if self._baseline is not None:  # within its own budget; a failed one is no baseline
+            with contextlib.suppress(Exception):
+                await self._baseline
+            self.close()
         result = await self.verifier.verify(self.workspace, self.spec_commands)
         return result.as_outcome()
 
+    def close(self) -> None:
+        """Stop a baseline still running and remove its copy (the run's end)."""
+        if self._baseline is not None and not self._baseline.done():
+            self._baseline.cancel()
+        self._baseline = None
+        if self._snapshot is not None:
+            self._snapshot.cleanup()
+            self._snapshot = None
+
     async def take_baseline(self) -> None:
-        """Once per task, before its first change (verification.baseline: false skips it)."""
-        if self.verifier.config.baseline:
-            await self.verifier.take_baseline(self.workspace, self.spec_commands)
+        """Once per task, before its first change (verification.baseline: false skips it):
+        the workspace is copied as it is, and the baseline runs on the copy beside the task's
+        first steps (never delaying step 1 by more than the copy), awaited at the first
+        verification."""
+        if not self.verifier.config.baseline or self._baseline is not None:
+            return
+        self._snapshot = tempfile.TemporaryDirectory(prefix="agentkit-baseline-")
+        snapshot = Path(self._snapshot.name) / "workspace"
+        await asyncio.to_thread(
+            shutil.copytree, Path(self.workspace), snapshot, symlinks=True, ignore=SNAPSHOT_SKIP
+        )
+        self._baseline = asyncio.create_task(
+            self.verifier.take_baseline(self.workspace, self.spec_commands, snapshot=snapshot)
+        )
+
+
+# What the baseline's copy of a workspace leaves out: history and caches, never checked.
+SNAPSHOT_SKIP = shutil.ignore_patterns(
+    ".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache"
+)
 
 
 def answer_verifier(

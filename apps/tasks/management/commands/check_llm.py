@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.engine.config import ConfigError
 from apps.engine.llm import Gateway
-from apps.engine.llm.probe import PROBE_PROMPT, ProbeResult, probe_model
+from apps.engine.llm.probe import PROBE_PROMPT, ProbeResult, probe_model, probe_structured
 from apps.tasks.agent_check import agent_check, agent_report
 from apps.tasks.conf import agent_config
 
@@ -68,7 +68,10 @@ class Command(BaseCommand):
                 f"so a test passes ...",
             )
             self.stdout.flush()
-        check = asyncio.run(agent_check(config, alias))
+        progress = (
+            None if as_json else (lambda line: (self.stdout.write(line), self.stdout.flush()))
+        )
+        check = asyncio.run(agent_check(config, alias, progress=progress))
         if as_json:
             self.stdout.write(json.dumps(check.as_dict(), indent=2))
         else:
@@ -87,6 +90,8 @@ class Command(BaseCommand):
                     self.stdout.write(f"{alias} ({model.provider} {model.model}) ... ", ending="")
                     self.stdout.flush()
                 result = await probe_model(gateway, alias, prompt=prompt)
+                if result.ok:  # which way the planner gets its JSON spec on this alias
+                    result.structured_output = await probe_structured(gateway, alias)
                 if show:
                     self._print(result)
                 results.append(result)
@@ -113,3 +118,8 @@ class Command(BaseCommand):
             f"  latency  first token {result.first_token_ms:.0f} ms · total "
             f"{result.latency_ms:.0f} ms{retries}"
         )
+        if result.structured_output:
+            self.stdout.write(
+                f"  structured output  {result.structured_output} (how the planner gets its "
+                "spec: json_schema, a forced tool, or the prompt's words)"
+            )
