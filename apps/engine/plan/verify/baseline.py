@@ -1,14 +1,21 @@
 """What the workspace already had wrong when the task started, so verification judges what the
 task changed (run.py).
 
-When a run that verifies starts (loop/react.py, before step 1; team_collab: orchestrator.py, before
-the first phase), `TaskVerifier.take_baseline()` runs the workspace's checks once, in the sandbox:
+When a run that verifies starts (loop/setup.py take_baseline, at the run's start; team_collab:
+orchestrator.py, before the first phase), `TaskVerifier.take_baseline()` copies the workspace as
+it is (only the copy delays step 1) and runs its checks on the copy, in the sandbox, beside the
+task's first steps, within `verification.baseline_timeout_seconds`; the first verification
+awaits it:
 
-- every `ruff check` command with JSON output: the findings, counted by (file, code, message) —
-  so a finding that only moved, or sits on a line the task edited, is still the old one;
-- every `pytest` command without `-x` / `--maxfail`: the test ids that failed or errored.
+- every `pytest` command without `-x` / `--maxfail`: the test ids that failed or errored, and a
+  command that hung, with the seconds it ran (`timed_out`);
+- `ruff check` does not run then: the copy is kept as the baseline's `start`, and at a
+  verification whose `ruff check` has findings, the start is linted only for the files the task
+  changed (verify/lint_start.py). Findings are counted by (file, code, message), so a finding
+  that only moved, or sits on a line the task edited, is still the old one.
+  (`Verifier.take_baseline` without a copy lints the whole workspace then: it is the start.)
 
-At the final answer, `ruff check` fails only on findings beyond the baseline's counts (the old
+At the final answer, `ruff check` fails only on findings beyond the start's counts (the old
 ones are listed as ignored in the command's note), and a pytest failure whose test already
 failed at the start is named as pre-existing in the message the model gets. Pre-existing test
 failures still fail verification: a bug-fix task is exactly a failing test made to pass.
@@ -41,6 +48,8 @@ class Baseline:
     failing_tests: dict[str, frozenset[str]] = field(default_factory=dict)  # "pytest ..." → ids
     # "pytest ..." → the seconds it ran before its budget killed it: it hung before the change
     timed_out: dict[str, float] = field(default_factory=dict)
+    # the copy of the workspace as it was at the start, where lint runs on the changed files
+    start: Path | None = None
 
     @property
     def empty(self) -> bool:

@@ -21,6 +21,15 @@ class CommandOutcome:
     note: str = ""  # e.g. "no tests collected"
     error_code: str = ""  # failed: memory_limit | command_timeout | command_failed
 
+    @classmethod
+    def not_run(cls, command: str, timeout_seconds: float) -> CommandOutcome:
+        """A command the verification's budget left no time for."""
+        error = (
+            f"`{command}` did not run: verification.timeout_seconds ({timeout_seconds:g} s) was "
+            "used up by the commands before it"
+        )
+        return cls(command, False, -1, True, 0.0, "", (error,), error_code="command_timeout")
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "command": self.command,

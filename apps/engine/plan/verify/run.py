@@ -35,8 +35,9 @@ pytest plugins are not auto-loaded (only pytest-asyncio). Checks leave no droppi
 .pytest_cache, no .ruff_cache, no __pycache__.
 
 What the task changed is judged, not what it found: when a verifying run starts, the engine
-calls `TaskVerifier.take_baseline()`; lint findings the workspace already had do not fail it, and
-tests that already failed are named as pre-existing (verify/baseline.py).
+calls `TaskVerifier.take_baseline()`; lint findings the workspace already had do not fail it (its
+start is linted only for the files the task changed, verify/lint_start.py), and tests that
+already failed are named as pre-existing (verify/baseline.py).
 
 Failing output is condensed for the model (verify/condense.py): per failed command the first failure (test name,
 failing line, assertion), the traceback tail, or the first lint findings. The full output is
@@ -53,7 +54,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Literal
@@ -77,6 +77,7 @@ from apps.engine.plan.verify.commands import (
     prepare_command,
 )
 from apps.engine.plan.verify.condense import clip, condense, condense_pytest, condense_ruff, tail
+from apps.engine.plan.verify.lint_start import lint_before
 from apps.engine.plan.verify.results import CommandOutcome, VerificationResult
 from apps.engine.ports import VerificationOutcome
 from apps.engine.sandbox import Sandbox, SandboxResult
@@ -166,11 +167,12 @@ class Verifier:
         *,
         snapshot: Path | None = None,
     ) -> Baseline:
-        """Run the workspace's `pytest` and `ruff check` commands once, before the task changes
-        anything, and keep what already failed (verify/baseline.py). Once per workspace.
-        `snapshot`: a copy of the workspace as it was at the start, to run them in while the
-        task goes on; within `verification.baseline_timeout_seconds`, a check that hangs is
-        recorded as timed out (with its seconds)."""
+        """Run the workspace's `pytest` (and, without `snapshot`, `ruff check`) commands once,
+        before the task changes anything; keep what already failed (verify/baseline.py). Once
+        per workspace. `snapshot`: a copy of the start, to run them in while the task goes on,
+        kept as the baseline's `start` (lint runs there later, on changed files: lint_start.py).
+        A check that hangs past `verification.baseline_timeout_seconds` is recorded as timed
+        out (with its seconds)."""
         root = Path(workspace).resolve()
         if root in self.baselines:
             return self.baselines[root]
@@ -182,7 +184,8 @@ class Verifier:
         for command in commands:
             prepared = prepare_command(where, command, self.config.default_ruff_select)
             remaining = deadline - time.monotonic()
-            if prepared.tool not in ("pytest", "ruff_check") or remaining < 1:
+            lint_later = snapshot is not None and prepared.tool == "ruff_check"
+            if prepared.tool not in ("pytest", "ruff_check") or lint_later or remaining < 1:
                 continue
             argv = list(prepared.argv)
             if prepared.tool == "pytest":
@@ -199,7 +202,8 @@ class Verifier:
                 failing[command] = failed_test_ids(output)
             elif (findings := parse_ruff_json(result.stdout, where)) is not None:
                 lint[command] = lint_counts(findings)
-        baseline = Baseline(lint=lint, failing_tests=failing, timed_out=timed_out)
+        start = snapshot.resolve() if snapshot is not None else None
+        baseline = Baseline(lint=lint, failing_tests=failing, timed_out=timed_out, start=start)
         self.baselines[root] = baseline
         return baseline
 
@@ -223,22 +227,7 @@ class Verifier:
         for command in commands:
             remaining = deadline - time.monotonic()
             if remaining < 1:
-                outcomes.append(
-                    CommandOutcome(
-                        command,
-                        False,
-                        -1,
-                        True,
-                        0.0,
-                        "",
-                        (
-                            f"`{command}` did not run: verification.timeout_seconds "
-                            f"({self.config.timeout_seconds:g} s) was used up by the commands "
-                            "before it",
-                        ),
-                        error_code="command_timeout",
-                    )
-                )
+                outcomes.append(CommandOutcome.not_run(command, self.config.timeout_seconds))
                 continue
             outcomes.append(await self._run_one(root, command, remaining))
         passed = all(outcome.passed for outcome in outcomes)
@@ -273,7 +262,8 @@ class Verifier:
         if prepared.tool == "ruff_check" and result.exit_code in (0, 1):
             findings = parse_ruff_json(result.stdout, root)
         if findings is not None:  # only what the task added fails (verify/baseline.py)
-            new, old = new_findings(findings, baseline.lint.get(command, Counter()))
+            before = await lint_before(self.sandbox, self.config, baseline, root, command, findings)
+            new, old = new_findings(findings, before)
             passed = not new
             note = f"{old} finding(s) the workspace had before the task ignored" if old else ""
             shown = [concise(finding) for finding in new]
@@ -340,6 +330,7 @@ class TaskVerifier:
         self.spec_commands = spec_commands  # the list a confirmed spec adds its commands to
         self._baseline: asyncio.Task | None = None  # running beside the task's first steps
         self._snapshot: tempfile.TemporaryDirectory | None = None  # the start, copied
+        self._taken = False  # once per task, even after close()
 
     @property
     def coding_workspace(self) -> bool:
@@ -352,12 +343,12 @@ class TaskVerifier:
         if self._baseline is not None:  # within its own budget; a failed one is no baseline
             with contextlib.suppress(Exception):
                 await self._baseline
-            self.close()
+            self._baseline = None  # its copy stays: lint's baseline runs there (lint_start.py)
         result = await self.verifier.verify(self.workspace, self.spec_commands)
         return result.as_outcome()
 
     def close(self) -> None:
-        """Stop a baseline still running and remove its copy (the run's end)."""
+        """Stop a baseline still running and remove its copy of the start (the run's end)."""
         if self._baseline is not None and not self._baseline.done():
             self._baseline.cancel()
         self._baseline = None
@@ -370,8 +361,9 @@ class TaskVerifier:
         the workspace is copied as it is, and the baseline runs on the copy beside the task's
         first steps (never delaying step 1 by more than the copy), awaited at the first
         verification."""
-        if not self.verifier.config.baseline or self._baseline is not None:
+        if not self.verifier.config.baseline or self._taken:
             return
+        self._taken = True
         self._snapshot = tempfile.TemporaryDirectory(prefix="agentkit-baseline-")
         snapshot = Path(self._snapshot.name) / "workspace"
         await asyncio.to_thread(
