@@ -27,8 +27,9 @@ consumer that stops reading included — can skip it.
 
 A `prelude` (plan_exec's spec stage, plan/spec_stage.py: plan, review) runs after task_started.
 State: RunState (loop/state.py), set up by loop/setup.py; the engine keeps none. The helpers are
-this package's modules, context/, plan/ (verification_gate: verify, re-inject, reflect, give up)
-and failure/ (structs, Emergency, Recovery).
+this package's modules (acceptance.py: the final-answer path, the loop detector's verdicts),
+context/, plan/ (verification_gate: verify, re-inject, reflect, give up) and failure/ (structs,
+Emergency, Recovery).
 """
 
 from __future__ import annotations
@@ -46,28 +47,17 @@ from apps.engine.failure import recovery, structs
 from apps.engine.llm.errors import ContextWindowError, LLMError
 from apps.engine.llm.gateway import estimated_usage
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
+from apps.engine.loop import acceptance
 from apps.engine.loop import setup as run_setup
 from apps.engine.loop.cancellation import CancellationToken
-from apps.engine.loop.compression import (
-    compress_after_overflow,
-    compress_run,
-    compression_due,
-)
-from apps.engine.loop.detection import LoopVerdict, describe_calls
-from apps.engine.loop.flow import (
-    Cancelled,
-    Failed,
-    Finished,
-    LoopStopped,
-    OutOfSteps,
-    Redirect,
-    RunawayStopped,
-)
+from apps.engine.loop.compression import compress_after_overflow, compress_run, compression_due
+from apps.engine.loop.detection import describe_calls
+from apps.engine.loop.flow import Cancelled, Failed, Finished, OutOfSteps, Redirect, RunawayStopped
 from apps.engine.loop.runaway import MAX_CUTS, Cut, StepWatch, cut_message, runaway_error
 from apps.engine.loop.state import READ_ONLY_TOOLS, RunState
-from apps.engine.loop.textcalls import nudge_text, read_calls, undone_work
+from apps.engine.loop.textcalls import read_calls
 from apps.engine.plan import gate as phase_gate
-from apps.engine.plan import reflexion, verification_gate
+from apps.engine.plan import reflexion
 from apps.engine.plan.phases import PhasePolicy
 from apps.engine.ports import ModelClient, Salvager, TaskHooks, Verifier, fire_hook
 from apps.engine.task import AgentTask, TaskResult
@@ -201,7 +191,8 @@ class ReActEngine:
                             yield run.event(kind, **data)
                     if tracker.forced_gate:  # verify budget used up: the best answer so far
                         best = run.best_answer or reflexion.NO_ANSWER
-                        async for event in self._finish(run, best):
+                        gate = acceptance.finish(run, best, self.verifier, self.config, self._ask)
+                        async for event in gate:
                             yield event
                 run.steps += 1
                 # The model call on the run's own context (compressed first when it grew too
@@ -288,7 +279,8 @@ class ReActEngine:
                 )
                 run.best_answer = reply.content.strip() or run.best_answer
                 if not reply.tool_calls or run.task.mode == "direct_chat":
-                    async for event in self._answer(run, reply):
+                    answer = acceptance.answer(run, reply, self.verifier, self.config, self._ask)
+                    async for event in answer:
                         yield event
                     continue
                 # The tool calls, in order; each result is the model's next observation.
@@ -333,7 +325,7 @@ class ReActEngine:
                 action = describe_calls(reply.tool_calls) if acted else None
                 seen = observations[0] if len(observations) == 1 else "\n".join(observations)
                 if verdict := run.detector.record(action, seen, error=any_error):
-                    async for event in self._on_loop(run, verdict):
+                    async for event in acceptance.on_loop(run, verdict):
                         yield event
             except Redirect as redirect:
                 run.messages.extend(redirect.messages)
@@ -374,61 +366,11 @@ class ReActEngine:
         _count(run, run.reply)
         return run.reply
 
-    async def _answer(self, run: RunState, reply: ChatResponse) -> AsyncIterator[Event]:
-        """A reply without tool calls: the final answer, once it is a complete one and verified."""
-        if run.task.mode != "direct_chat" and (problem := reflexion.not_an_answer(reply)):
-            if verdict := run.detector.record(None):
-                async for event in self._on_loop(run, verdict, prefix=problem):
-                    yield event
-            raise Redirect(Message("user", problem))
-        if (
-            run.nudge_prose
-            and not run.tool_nudged
-            and not run.acted
-            and run.task.mode == "react"
-            and undone_work(run.task.goal, reply.content, run.specs)
-        ):  # prose while the work is undone: once, what tools exist and how to call them
-            run.tool_nudged = True
-            raise Redirect(Message("user", nudge_text(run.specs)))
-        reason = run.tracker is not None and not run.nudged and reflexion.unfinished(reply.content)
-        if reason:  # plan_exec: an answer that says it is unfinished goes back once (R10)
-            run.nudged = True
-            raise Redirect(reflexion.finish_request(reason))
-        async for event in self._finish(run, reply.content):
-            yield event
-
-    async def _finish(self, run: RunState, answer: str) -> AsyncIterator[Event]:
-        """The final-answer gate (verification_gate.py): verified, then submitted. A react run
-        that changed a coding workspace verifies by default (verification.react_when_changed)."""
-        if (
-            not run.verify
-            and run.task.mode == "react"
-            and run.edits  # an edit made: a command that may have changed files is unverified
-            and self.config.verification.react_when_changed
-            and getattr(self.verifier, "coding_workspace", False)
-        ):
-            run.verify = run.verify_implicit = True
-        gate = verification_gate.finish(run, answer, self.verifier, self.config, self._ask)
-        async for event in gate:
-            yield event
-
     async def _ask(self, run: RunState, request: ChatRequest) -> str:
         """A reflect call: one model call whose text is not streamed out, stripped."""
         if not (text := (await self._call(run, request)).content.strip()):
             raise LLMError("the reflect call returned no text")
         return text
-
-    # ── quality-loop hooks ─────────────────────────────────────────────────────────────────────
-    async def _on_loop(
-        self, run: RunState, verdict: LoopVerdict, *, prefix: str = ""
-    ) -> AsyncIterator[Event]:
-        """The loop detector's verdict on a step (run.detector.record): first detection: warn
-        the model (one recovery message); if it goes on: stop."""
-        if verdict.fatal:
-            raise LoopStopped(error=structs.loop_detected(verdict))
-        warning = structs.loop_suspected(verdict)
-        yield run.event("error", step=run.steps, fatal=False, error_struct=warning.model_dump())
-        raise Redirect(Message("user", f"{prefix}\n\n{verdict.message}".strip()))
 
 
 _NO_RESPONSE = "the model stream ended without a final response"
