@@ -22,7 +22,8 @@ class VerificationConfig(Section):
     # What already failed when the task started does not fail it (apps/engine/plan/verify/baseline.py).
     baseline: bool = True
     # The baseline's own budget: it runs beside the task's first steps, on a copy of the
-    # workspace as it was at the start; a check that hangs there is recorded as timed out.
+    # workspace as it was at the start; a check that hangs there is recorded as timed out. Also
+    # the budget of the start's lint on the changed files, at verification (verify/lint_start.py).
     baseline_timeout_seconds: PositiveFloat = 60.0
     # `ruff check` in a workspace without its own ruff configuration: errors, not style.
     default_ruff_select: list[str] = Field(default_factory=lambda: ["E9", "F63", "F7", "F82"])
