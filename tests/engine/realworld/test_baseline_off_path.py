@@ -90,3 +90,22 @@ async def test_lint_s_baseline_covers_only_the_files_the_task_changed(tmp_path):
     assert "edited.py:1:" not in text and "untouched" not in text
     verifier.close()
     assert not baseline.start.exists()  # the start's copy goes at the run's end
+
+
+async def test_the_start_s_copy_stays_until_the_last_phase_that_took_it_closes(tmp_path):
+    """team_collab: the orchestrator and each verifying phase take the baseline; a phase that
+    ends must not take the start away from a phase still verifying."""
+    (tmp_path / "pyproject.toml").write_text('[tool.ruff.lint]\nselect = ["B"]\n')
+    (tmp_path / "edited.py").write_text(B006)
+    config = VerificationConfig(python_commands=["ruff check"])
+    verifier = answer_verifier(Verifier(Sandbox(), config), tmp_path)
+    await verifier.take_baseline()  # one phase
+    await verifier.take_baseline()  # another (the copy is made once)
+    (tmp_path / "edited.py").write_text("# changed\n" + B006)
+    assert (await verifier("done")).passed
+    verifier.close()  # the first phase ends
+    start = verifier.verifier.baselines[tmp_path.resolve()].start
+    assert start.is_dir()
+    assert (await verifier("done")).passed  # the old finding is still judged old
+    verifier.close()
+    assert not start.exists()

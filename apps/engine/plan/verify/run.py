@@ -331,6 +331,7 @@ class TaskVerifier:
         self._baseline: asyncio.Task | None = None  # running beside the task's first steps
         self._snapshot: tempfile.TemporaryDirectory | None = None  # the start, copied
         self._taken = False  # once per task, even after close()
+        self._holders = 0  # take_baseline calls not yet closed (team: one per verifying phase)
 
     @property
     def coding_workspace(self) -> bool:
@@ -348,7 +349,11 @@ class TaskVerifier:
         return result.as_outcome()
 
     def close(self) -> None:
-        """Stop a baseline still running and remove its copy of the start (the run's end)."""
+        """The run's end: the last holder stops a baseline still running and removes the copy of
+        the start (a team's phases share it; the orchestrator's copy goes with the verifier)."""
+        self._holders = max(0, self._holders - 1)
+        if self._holders:
+            return
         if self._baseline is not None and not self._baseline.done():
             self._baseline.cancel()
         self._baseline = None
@@ -361,6 +366,7 @@ class TaskVerifier:
         the workspace is copied as it is, and the baseline runs on the copy beside the task's
         first steps (never delaying step 1 by more than the copy), awaited at the first
         verification."""
+        self._holders += 1
         if not self.verifier.config.baseline or self._taken:
             return
         self._taken = True
