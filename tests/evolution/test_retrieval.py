@@ -90,7 +90,8 @@ def test_pitfalls_reach_the_first_llm_call_quoted_as_data_and_injections_are_rec
         workspace, 'slug "separators" collapse', advice="run pytest on tests/test_slug.py"
     )
     pitfall(workspace, "slug separators low", severity="low")
-    with FakeLLMServer(script=["Done."]) as server:
+    # the second "Done.": the answer after the nudge to use a tool (auto tool_choice)
+    with FakeLLMServer(script=["Done.", "Done."]) as server:
         entry = server.model_entry("openai")
         config_file(
             f"""
@@ -118,7 +119,8 @@ def test_pitfalls_reach_the_first_llm_call_quoted_as_data_and_injections_are_rec
 def test_a_goal_with_no_similar_pitfall_adds_no_section(demo, config_file):
     user, workspace, _ = demo
     pitfall(workspace, "slug separators collapse")
-    with FakeLLMServer(script=["Done."]) as server:
+    # the second "Done.": the answer after the nudge to use a tool (auto tool_choice)
+    with FakeLLMServer(script=["Done.", "Done."]) as server:
         entry = server.model_entry("openai")
         config_file(
             f"""
