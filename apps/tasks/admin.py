@@ -43,7 +43,6 @@ class TaskAdmin(ReadOnlyAdmin):
         "id",
         "short_goal",
         "status",
-        "outcome_display",
         "mode",
         "workspace",
         "user",
@@ -51,7 +50,7 @@ class TaskAdmin(ReadOnlyAdmin):
         "created_at",
     )
     list_display_links = ("id", "short_goal")
-    list_filter = ("status", "mode", "workspace", "user", "created_at")
+    list_filter = ("status", "outcome", "mode", "workspace", "user", "created_at")
     date_hierarchy = "created_at"
     search_fields = ("goal", "branch", "commit")
     list_select_related = ("workspace", "user")

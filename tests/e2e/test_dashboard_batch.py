@@ -61,13 +61,14 @@ def test_run_tasks_example_suite_then_the_dashboard_charts_its_tasks(
     expect(page).to_have_url(f"{server.url}/dashboard/")
     expect(page.get_by_role("heading", name="Dashboard", level=1)).to_be_visible()
     # A fresh server: the suite's five tasks are all the dashboard has (four completed; the team
-    # task failed with its rollback); two of them ran verification (plan_exec passed after a
-    # reflection, team_collab never passed).
+    # task failed with its rollback); three of them ran verification (plan_exec passed after a
+    # reflection, the react task that edited the demo verified its change, team_collab never
+    # passed).
     expect(page.locator("#dashboard-summary")).to_contain_text(
         re.compile(r"5 tasks in the last \d+ days, 4 completed\.")
     )
     expect(page.locator("#dashboard-summary")).to_contain_text(
-        "Verification passed in the end for 50% of the 2 verified tasks."
+        "Verification passed in the end for 67% of the 3 verified tasks."
     )
     for chart in ("outcomes", "tokens", "cost", "cache", "verification", "pitfalls"):
         expect(page.locator(f"#card-{chart} svg#chart-{chart}")).to_be_visible()
@@ -86,6 +87,7 @@ def test_run_tasks_example_suite_then_the_dashboard_charts_its_tasks(
     expect(page.locator("svg#chart-cache circle.point").first).to_be_visible()
 
     assert _totals(_bars(page, "chart-verification")) == {
+        "passed first try": 1,  # the react task's change, verified (react_when_changed)
         "passed after reflection": 1,
         "never passed": 1,
     }

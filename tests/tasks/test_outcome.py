@@ -76,6 +76,7 @@ async def test_a_fix_that_changed_nothing_is_no_changes_everywhere(demo, scripte
         assert "finished without changing anything" in _row(row)
         admin = site._registry[Task]
         assert admin.outcome_display(stored) == "finished without changing anything"
+        assert "outcome" in admin.list_filter  # the task list filters by it
         assert not [e for e in events_of(stored) if e.type == "verification_result"]
 
     await sync_to_async(check)()
