@@ -143,8 +143,8 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 from apps.tasks.ending import INTERRUPTED, task_end_now
-from apps.tasks.leases import lease_acquire, lease_release
-from apps.tasks.liveness import run_claim
+from apps.tasks.dispatch.leases import lease_acquire, lease_release
+from apps.tasks.dispatch.liveness import run_claim
 from apps.tasks.models import Task, TaskEvent, Workspace
 user = get_user_model().objects.get(username="admin")
 ws = Workspace.objects.get(name="demo")

@@ -119,7 +119,7 @@ def task_payload(task, user=None) -> dict:
 
         payload["resumable"] = task_interrupted(task)
     if task.status == "queued":  # one writer per workspace: whom it waits for (leases.py)
-        from apps.tasks.leases import waiting_for
+        from apps.tasks.dispatch.leases import waiting_for
 
         payload["waiting_for"] = waiting_for(task)
     return payload | failure_fields(task, user)

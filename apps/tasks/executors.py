@@ -18,9 +18,9 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.tasks.conf import agent_config
+from apps.tasks.dispatch.queued import QueuedOpening
+from apps.tasks.dispatch.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
 from apps.tasks.local_delivery import local_run_ended, local_run_started
-from apps.tasks.queued import QueuedOpening
-from apps.tasks.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)

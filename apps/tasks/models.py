@@ -149,7 +149,7 @@ class Task(models.Model):
     )
     last_seq = models.PositiveIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
-    # The run that holds the task (apps/tasks/liveness.py): "" when none; its process touches
+    # The run that holds the task (apps/tasks/dispatch/liveness.py): "" when none; its process touches
     # `heartbeat_at` every few seconds. A task `queued` or `running` whose heartbeat is older than
     # `executor.orphan_after_seconds` has no live run: the reaper ends or resumes it (reaper.py).
     run_owner = models.CharField(max_length=80, blank=True, default="")
@@ -164,7 +164,7 @@ class Task(models.Model):
     worktree = models.CharField(max_length=1024, blank=True, default="")
     # A queued task whose RQ job went back to the queue because another task holds its workspace
     # (or its conversation's earlier turn runs): that task; its end queues this one's next job
-    # (apps/tasks/deferral.py). Null when it waits for nothing.
+    # (apps/tasks/dispatch/deferral.py). Null when it waits for nothing.
     deferred_behind = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -40,10 +40,10 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.tasks.db_threads import install as install_db_threads
-from apps.tasks.deferral import stuck, wake
+from apps.tasks.dispatch.deferral import stuck, wake
+from apps.tasks.dispatch.job_ids import current_job_id
+from apps.tasks.dispatch.liveness import stale_before
 from apps.tasks.ending import INTERRUPTED, publish, task_end_now
-from apps.tasks.job_ids import current_job_id
-from apps.tasks.liveness import stale_before
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 from apps.tasks.ops.metrics import REAPER_ACTIONS
 from apps.tasks.ops.retention import sweep as retention_sweep
@@ -123,7 +123,7 @@ def _hand_over(seen: Task) -> bool:
 
 def _why(task: Task) -> str:
     """The `task_resumed` reason of a take-over."""
-    from apps.tasks.liveness import orphan_after_seconds
+    from apps.tasks.dispatch.liveness import orphan_after_seconds
 
     return (
         "taken over automatically: the process running it stopped beating (no heartbeat for "

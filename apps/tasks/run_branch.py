@@ -17,8 +17,8 @@ import logging
 
 from asgiref.sync import sync_to_async
 
+from apps.tasks.dispatch.leases import LEASED_MODES
 from apps.tasks.engine_build import RunAborted
-from apps.tasks.leases import LEASED_MODES
 from apps.tasks.models import Task
 from apps.tasks.recorder import EventRecorder
 from apps.tasks.worktrees import WorktreeRefused, task_commit, task_worktree_ensure

@@ -27,9 +27,9 @@ from apps.specs.stage import close_open_reviews, record_missing_resolutions
 from apps.tasks import selectors
 from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
+from apps.tasks.dispatch.liveness import run_claim
 from apps.tasks.engine_build import RunAborted, build_engine, build_team, prepare_agent_task
 from apps.tasks.failure import secrets_of
-from apps.tasks.liveness import run_claim
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.ops.observe import ObservedGateway, RunObserver

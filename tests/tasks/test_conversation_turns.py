@@ -13,7 +13,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from apps.tasks.leases import waiting_for
+from apps.tasks.dispatch.leases import waiting_for
 from apps.tasks.models import Conversation, Task
 from apps.tasks.runner import run_task
 from apps.tasks.services import task_request_cancel

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.models import Task
 from apps.tasks.reaper import MAX_HANDOVERS, reap
 from apps.tasks.services import task_request_cancel
