@@ -53,10 +53,10 @@ def test_importing_django_inside_the_engine_breaks_the_contract(tmp_path):
 
 
 def test_the_recorder_importing_the_consumers_again_breaks_the_contract(tmp_path):
-    # The write path reaches the sockets through apps/tasks/local_delivery.py; the consumers sit
+    # The write path reaches the sockets through apps/tasks/events/local_delivery.py; the consumers sit
     # above it (consumers -> executors -> runner -> recorder).
     repo = copy_tree(tmp_path)
-    recorder = repo / "apps" / "tasks" / "recorder.py"
+    recorder = repo / "apps" / "tasks" / "events" / "recorder.py"
     recorder.write_text(
         recorder.read_text() + "\nfrom apps.tasks.consumers import ChatConsumer  # noqa\n"
     )
@@ -100,8 +100,8 @@ def test_a_cycle_through_two_apps_is_found(tmp_path):
     # specs.services -> tasks.ending -> specs.services, which no sibling contract sees.
     repo = copy_tree(tmp_path)
     services = repo / "apps" / "specs" / "services.py"
-    services.write_text(services.read_text() + "\nfrom apps.tasks import ending  # noqa\n")
-    assert module_cycles(repo) == ["apps.specs.services apps.tasks.ending"]
+    services.write_text(services.read_text() + "\nfrom apps.tasks.events import ending  # noqa\n")
+    assert module_cycles(repo) == ["apps.specs.services apps.tasks.events.ending"]
     proc = lint(repo)
     assert proc.returncode != 0
     assert "the specs' domain sits below the tasks' run machinery BROKEN" in proc.stdout

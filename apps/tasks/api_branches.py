@@ -9,7 +9,7 @@ from django.http import HttpResponse, JsonResponse
 from apps.tasks import handoffs, selectors
 from apps.tasks.api import api_view, error
 from apps.tasks.conf import agent_config
-from apps.tasks.git import GitError
+from apps.tasks.vcs.git import GitError
 
 
 def _task(request, task_id: int):

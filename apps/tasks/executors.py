@@ -20,7 +20,7 @@ from django.db import transaction
 from apps.tasks.conf import agent_config
 from apps.tasks.dispatch.queued import QueuedOpening
 from apps.tasks.dispatch.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
-from apps.tasks.local_delivery import local_run_ended, local_run_started
+from apps.tasks.events.local_delivery import local_run_ended, local_run_started
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)

@@ -156,7 +156,7 @@ class Task(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How many times the reaper handed the task to a new run after its run died.
     orphaned = models.PositiveSmallIntegerField(default=0)
-    # A task on a repository workspace (apps/tasks/worktrees.py): its branch, the branch's
+    # A task on a repository workspace (apps/tasks/vcs/worktrees.py): its branch, the branch's
     # newest commit, the base commit it was made from, and its worktree ("" once removed).
     branch = models.CharField(max_length=200, blank=True, default="")
     commit = models.CharField(max_length=64, blank=True, default="")

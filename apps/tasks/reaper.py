@@ -43,7 +43,7 @@ from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.dispatch.deferral import stuck, wake
 from apps.tasks.dispatch.job_ids import current_job_id
 from apps.tasks.dispatch.liveness import stale_before
-from apps.tasks.ending import INTERRUPTED, publish, task_end_now
+from apps.tasks.events.ending import INTERRUPTED, publish, task_end_now
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 from apps.tasks.ops.metrics import REAPER_ACTIONS
 from apps.tasks.ops.retention import sweep as retention_sweep
@@ -211,7 +211,7 @@ def expire_worktrees(*, force: bool = False) -> list[int]:
     import time
 
     from apps.tasks.conf import agent_config
-    from apps.tasks.worktrees import worktrees_expire
+    from apps.tasks.vcs.worktrees import worktrees_expire
 
     if not force and time.monotonic() - _expired_at[0] < EXPIRE_EVERY_SECONDS:
         return []

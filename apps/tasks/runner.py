@@ -29,11 +29,11 @@ from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
 from apps.tasks.dispatch.liveness import run_claim
 from apps.tasks.engine_build import RunAborted, build_engine, build_team, prepare_agent_task
+from apps.tasks.events.recorder import EventRecorder, StorageFailed
 from apps.tasks.failure import secrets_of
 from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.ops.observe import ObservedGateway, RunObserver
-from apps.tasks.recorder import EventRecorder, StorageFailed
 from apps.tasks.run_branch import BranchCommitter, enter_worktree
 from apps.tasks.run_guard import (
     DEFERRED,

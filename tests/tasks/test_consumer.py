@@ -15,7 +15,7 @@ from django.test import Client
 from agentkit_site.asgi import application
 from apps.tasks import consumers
 from apps.tasks.consumers import task_group
-from apps.tasks.local_delivery import followers
+from apps.tasks.events.local_delivery import followers
 from apps.tasks.models import Task
 from tests.tasks.factories import add_events, make_task, make_user, make_workspace
 

@@ -15,7 +15,7 @@ from rq import SimpleWorker
 
 from apps.tasks.dispatch.deferral import wake_behind
 from apps.tasks.dispatch.leases import lease_key
-from apps.tasks.ending import task_end_now
+from apps.tasks.events.ending import task_end_now
 from apps.tasks.executors import task_submit
 from apps.tasks.models import Task, WorkspaceLease
 from apps.tasks.reaper import reap

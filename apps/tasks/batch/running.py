@@ -33,8 +33,8 @@ from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_wor
 from apps.tasks.batch.spec import Suite, TaskSpec
 from apps.tasks.db_threads import install as install_db_threads
 from apps.tasks.dispatch.job_ids import current_job_id
-from apps.tasks.ending import publish_blocking, task_end_now
-from apps.tasks.event_writer import event_writer
+from apps.tasks.events.ending import publish_blocking, task_end_now
+from apps.tasks.events.event_writer import event_writer
 from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
 from apps.tasks.reaper import reaper_start
