@@ -11,9 +11,10 @@ from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.tasks import changes, executors, selectors, services
+from apps.tasks import executors, selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.services import ApplicationError
+from apps.tasks.workspaces import changes
 
 MAX_BODY_BYTES = 256 * 1024
 
@@ -253,7 +254,7 @@ def task_changes(request, task_id: int):
         return error(404, "not_found", "task not found")
     payload = {"id": task.pk, "files": changes.changes_payload(task=task)}
     if task.branch:  # base...branch and its commits (handoffs.py)
-        from apps.tasks.handoffs import branch_changes
+        from apps.tasks.workspaces.handoffs import branch_changes
 
         payload["branch"] = branch_changes(task=task, config=agent_config())
     return JsonResponse(payload)

@@ -91,8 +91,8 @@ def _status_of(task) -> dict[str, Any]:
 
 
 def _result_of(task) -> dict[str, Any]:
-    from apps.tasks import changes
     from apps.tasks.api import task_payload
+    from apps.tasks.workspaces import changes
 
     payload = task_payload(task)
     files = changes.changes_payload(task=task)

@@ -53,13 +53,13 @@ class ExecutorConfig(Section):
 
 
 class WorkspacesConfig(Section):
-    """Workspaces people create from the chat page (apps/tasks/workspaces.py)."""
+    """Workspaces people create from the chat page (apps/tasks/workspaces/workspaces.py)."""
 
     allowed_roots: list[str] = Field(default_factory=list)  # empty: "from a directory" is off
     upload_max_mb: PositiveInt = 50  # the archive as uploaded
     upload_max_unpacked_mb: PositiveInt = 500  # all its members together, once unpacked
     upload_max_files: PositiveInt = 20_000
-    # Repository workspaces (apps/tasks/repositories.py, worktrees.py): a finished task's worktree
+    # Repository workspaces (apps/tasks/workspaces/repositories.py, worktrees.py): a finished task's worktree
     # is removed this many days after the task ended (its branch stays until merge or discard);
     # the worktrees of one workspace together may use this much disk, else a new task is refused.
     worktree_ttl_days: PositiveInt = 14

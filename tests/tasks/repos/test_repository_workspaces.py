@@ -105,7 +105,7 @@ def test_credentials_never_survive_in_git_messages():
 
 
 def test_ssh_and_https_urls_pass_the_check():
-    from apps.tasks.repositories import check_clone_url
+    from apps.tasks.workspaces.repositories import check_clone_url
 
     for url in (
         "git@github.com:team/app.git",
