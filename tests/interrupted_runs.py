@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.support import ROOT
 
 RUN_TASK = (
-    "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
+    "import asyncio; from apps.tasks.run.runner import run_task; print(asyncio.run(run_task({id})))"
 )
 
 

@@ -109,7 +109,7 @@ RECYCLE = """
 import asyncio
 from asgiref.sync import sync_to_async
 from django.db import connection
-from apps.tasks.db_threads import RecyclingExecutor
+from apps.tasks.run.db_threads import RecyclingExecutor
 
 def backend_pid():
     with connection.cursor() as cursor:

@@ -10,8 +10,8 @@ from django.http import JsonResponse
 from apps.engine.plan.spec import spec_review_id
 from apps.specs import selectors, services
 from apps.specs.models import SpecStatus
-from apps.tasks import executors
 from apps.tasks.api import _json_body, api_view, error
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 
 

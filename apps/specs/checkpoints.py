@@ -5,7 +5,7 @@ interrupted (its process died mid-run).
 A task's run beats for it (apps/tasks/dispatch/liveness.py: one heartbeat thread per process); a task
 still `running` (or `awaiting_review`) whose heartbeat is older than
 `executor.orphan_after_seconds` has no process left running it, and is resumed by the reaper
-(apps/tasks/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
+(apps/tasks/run/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
 the chat page's Resume). team_collab
 resumes from its phase checkpoints (finished spec phases are not run again); plan_exec from the
 confirmed spec and its stored events (apps/engine/loop/resume.py: no replanning, the engine phase,
@@ -26,7 +26,7 @@ from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
 RESUMABLE_MODES = ("plan_exec", "team_collab")
-# Modes a take-over of a dead run (apps/tasks/reaper.py) continues from their stored events
+# Modes a take-over of a dead run (apps/tasks/run/reaper.py) continues from their stored events
 # (apps/engine/loop/resume.py): a direct_chat task has one step, its answer, and answers again.
 STEP_RESUMABLE_MODES = ("react", "direct_chat")
 

@@ -11,8 +11,9 @@ from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.tasks import executors, selectors, services
+from apps.tasks import selectors, services
 from apps.tasks.conf import agent_config
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 from apps.tasks.workspaces import changes
 

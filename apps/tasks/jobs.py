@@ -13,9 +13,9 @@ def run_task_job(task_id: int, reason: str | None = None) -> str:
 
 
 async def _run(task_id: int, reason: str | None = None, job=None) -> str:
-    from apps.tasks.db_threads import install
-    from apps.tasks.reaper import reaper_start
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.db_threads import install
+    from apps.tasks.run.reaper import reaper_start
+    from apps.tasks.run.runner import run_task
 
     install()  # the job's threads recycle their database connections (db_threads.py)
     reaper_start()  # a worker running tasks reaps too (reaper.py)

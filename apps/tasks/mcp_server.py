@@ -19,9 +19,10 @@ from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from apps.tasks import executors, selectors, services
+from apps.tasks import selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.models import FINAL_STATUSES
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 
 POLL_SECONDS = 0.5

@@ -50,8 +50,8 @@ def workers_seen_since(connection, queue: str, since: float) -> list[str]:
 
 
 async def _reap_and_report(connection, name: str, queues: list[str]) -> None:
-    from apps.tasks.db_threads import install
-    from apps.tasks.reaper import REAP_SECONDS, reap_round
+    from apps.tasks.run.db_threads import install
+    from apps.tasks.run.reaper import REAP_SECONDS, reap_round
 
     install()
     while True:

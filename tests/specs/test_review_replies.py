@@ -14,7 +14,7 @@ from apps.engine.plan.planner import parse_draft
 from apps.specs.models import Spec, SpecReview
 from apps.specs.services import spec_review_open, spec_store
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
     WORKER,

@@ -11,7 +11,7 @@ from django.test import Client
 
 from apps.tasks.events.history import conversation_history
 from apps.tasks.models import Conversation, Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError, api_token_create, task_create
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tasks.conftest import events_of

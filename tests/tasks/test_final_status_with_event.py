@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from apps.engine.task import TaskResult
 from apps.tasks.events.event_writer import write_events
-from apps.tasks.lifecycle import finish_task
 from apps.tasks.models import Task, TaskEvent
+from apps.tasks.run.lifecycle import finish_task
 from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,7 +96,7 @@ async def test_the_hook_returns_the_stored_status_for_the_runner(tmp_path):
     before its task_finished committed (cancelled) is reported as stored, not as the engine's
     result."""
     from apps.tasks.events.recorder import EventRecorder
-    from apps.tasks.lifecycle import RunnerHooks
+    from apps.tasks.run.lifecycle import RunnerHooks
 
     def two_tasks():
         user = make_user("ender")
@@ -125,7 +125,7 @@ def test_the_end_of_run_work_survives_a_cancel_while_it_waits_for_a_thread(tmp_p
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from apps.tasks.lifecycle import RunnerHooks
+    from apps.tasks.run.lifecycle import RunnerHooks
 
     task = new_task(tmp_path)
 
@@ -159,7 +159,7 @@ def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thr
 
     from apps.specs.models import Spec, SpecStatus
     from apps.tasks.events.recorder import EventRecorder
-    from apps.tasks.run_guard import abort_run
+    from apps.tasks.run.run_guard import abort_run
 
     task = new_task(tmp_path)
     task = Task.objects.select_related("workspace").get(pk=task.pk)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from apps.tasks.dispatch.leases import Waiting, lease_acquire, lease_release
 from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.models import Task, TaskStatus, WorkspaceLease
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task

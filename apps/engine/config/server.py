@@ -48,7 +48,7 @@ class ExecutorConfig(Section):
     kind: Literal["inline", "rq"] = "inline"
     queue: str = "agent"
     # A run's process touches its task every 2 s; a task `queued` or `running` untouched for
-    # this long has no live run: the reaper ends or resumes it (apps/tasks/reaper.py).
+    # this long has no live run: the reaper ends or resumes it (apps/tasks/run/reaper.py).
     orphan_after_seconds: float = Field(default=20.0, ge=5.0, le=3600.0)
 
 

@@ -12,7 +12,7 @@ from asgiref.sync import sync_to_async
 
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError
 from apps.tasks.vcs.branch_snapshots import BranchSnapshots
 from apps.tasks.workspaces.changes import changes_payload, task_revert

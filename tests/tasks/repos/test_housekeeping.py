@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
-from apps.tasks.reaper import expire_worktrees
-from apps.tasks.runner import run_task
+from apps.tasks.run.reaper import expire_worktrees
+from apps.tasks.run.runner import run_task
 from apps.tasks.vcs.worktrees import task_worktree_ensure
 from tests.tasks.factories import make_task
 from tests.tasks.repos.support import config_text, git

@@ -100,7 +100,7 @@ def task_submit_many(*, tasks: list, recorded: bool = False) -> dict[int, list[d
         for task in tasks:
             task_submit(task_id=task.pk)
         return {}
-    from apps.tasks.runner import prepare_run
+    from apps.tasks.run.runner import prepare_run
 
     built: dict = {}
     prepared = [(task.pk, prepare_run(task.pk, task, built)) for task in tasks]
@@ -126,7 +126,7 @@ def warm_up() -> None:
     if agent_config().executor.kind != "inline":
         return
     from apps.engine.sandbox import Sandbox
-    from apps.tasks import runner  # noqa: F401
+    from apps.tasks.run import runner  # noqa: F401
     from apps.tools.builtin.registry import available_tool_names
 
     available_tool_names()  # imports every tool module
@@ -185,7 +185,7 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
 
 def _spawn(task_id: int, prepared=None, reason: str | None = None) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.runner import run_task
 
     local_run_started(task_id)  # this process's sockets get its events directly
     # A fresh context: the task must not inherit the submitting request's context variables
@@ -204,7 +204,7 @@ def _start_inline(task_id: int, reason: str | None = None) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
-        from apps.tasks.runner import run_task
+        from apps.tasks.run.runner import run_task
 
         threading.Thread(
             target=lambda: asyncio.run(run_task(task_id, resume_reason=reason)),

@@ -29,9 +29,9 @@ from apps.specs.stage import spec_stage_for
 from apps.tasks.events.history import conversation_history
 from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.failure import internal_paths, salvager_for, secrets_of
-from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.models import Task
 from apps.tasks.routing import RUNNABLE_MODES
+from apps.tasks.run.lifecycle import RunnerHooks
 from apps.tasks.vcs.branch_snapshots import BranchSnapshots
 from apps.tasks.vcs.worktrees import task_root
 from apps.tools.builtin.context import ToolContext

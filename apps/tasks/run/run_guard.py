@@ -36,8 +36,8 @@ from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.events.ending import STORAGE_ERROR, publish, task_end_now
 from apps.tasks.events.recorder import EventRecorder, StorageFailed
 from apps.tasks.failure import scrub_struct
-from apps.tasks.lifecycle import finish_task, run_to_completion
 from apps.tasks.models import Task
+from apps.tasks.run.lifecycle import finish_task, run_to_completion
 
 log = logging.getLogger(__name__)
 
