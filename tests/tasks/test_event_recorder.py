@@ -13,7 +13,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from apps.tasks.consumers import task_group
+from apps.tasks.doors.consumers import task_group
 from apps.tasks.events.event_writer import event_writer, write_events
 from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.models import Task, TaskEvent

@@ -17,7 +17,7 @@ from rq import Queue, SimpleWorker
 
 from apps.tasks.conf import reload_agent_config
 from apps.tasks.dispatch.queued import WORKER_WAIT_REASON
-from apps.tasks.intake import intake
+from apps.tasks.doors.intake import intake
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.run.executors import task_enqueue_rq, task_submit, task_submit_many
 from apps.tasks.services import task_request_cancel

@@ -77,7 +77,7 @@ class WorkspacesConfig(Section):
 
 
 class MetricsConfig(Section):
-    """`GET /metrics` (Prometheus text, apps/tasks/metrics_view.py): who may read it without an API token."""
+    """`GET /metrics` (Prometheus text, apps/tasks/doors/metrics_view.py): who may read it without an API token."""
 
     # Client addresses (or networks, e.g. 10.0.0.0/8) allowed without a token; others need
     # `Authorization: Bearer <token>` of a staff user (manage.py create_api_token).

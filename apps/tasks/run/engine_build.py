@@ -107,7 +107,7 @@ def repository_map(
     """The workspace's repository map for the system prompt (blocking: a worker thread calls
     it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built.
     `repo_maps`: the maps built for the tasks prepared together with this one, by workspace
-    directory (tasks created in one batch, apps/tasks/intake.py, share their workspace's map)."""
+    directory (tasks created in one batch, apps/tasks/doors/intake.py, share their workspace's map)."""
     if mode == "direct_chat" or not config.repo_map.enabled:
         return ""
     root = task.workspace.root_dir

@@ -70,7 +70,7 @@ def _review_wait(config) -> float:
 
 def task_submit_many(*, tasks: list, recorded: bool = False) -> dict[int, list[dict]]:
     """task_submit for tasks that a worker thread of the serving loop created together, outside
-    a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
+    a transaction (apps/tasks/doors/intake.py). Inline: every run is prepared here first (the tasks
     share their workspaces' repository maps), then they start together on the loop: preparing
     the later ones while the first already ran would make them compete with those runs for the
     interpreter, and the last would start much later. rq: their queued events in one

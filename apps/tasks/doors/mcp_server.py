@@ -1,7 +1,7 @@
 """agentkit as an MCP server: the tools another agent (Claude Code, Cursor, Codex, any MCP client)
 calls over `/mcp` (streamable HTTP; agentkit_site/mcp_endpoint.py mounts it and refuses a request
 without a valid bearer token). The same API tokens and the same per-user access as the JSON API
-(apps/tasks/api.py), through the same services: a task started here is a normal Task, in the
+(apps/tasks/doors/api.py), through the same services: a task started here is a normal Task, in the
 user's chat like any other.
 
 Tools: `list_workspaces`, `run_task {workspace, text, mode?}` (returns when the task ends or its
@@ -92,7 +92,7 @@ def _status_of(task) -> dict[str, Any]:
 
 
 def _result_of(task) -> dict[str, Any]:
-    from apps.tasks.api import task_payload
+    from apps.tasks.doors.api import task_payload
     from apps.tasks.workspaces import changes
 
     payload = task_payload(task)

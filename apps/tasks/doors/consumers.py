@@ -18,8 +18,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from apps.tasks import selectors, services
+from apps.tasks.doors.intake import intake
 from apps.tasks.events.local_delivery import delivered_any, follow, runs_on, task_group, unfollow
-from apps.tasks.intake import intake
 from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from apps.tasks import selectors
-from apps.tasks.api import _json_body, api_view
 from apps.tasks.conf import agent_config
+from apps.tasks.doors.api import _json_body, api_view
 from apps.tasks.services import ApplicationError
 from apps.tasks.workspaces import workspaces as workspace_services
 
