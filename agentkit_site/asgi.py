@@ -19,7 +19,7 @@ except ConfigError as exc:
     print(f"agentkit: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
 
-from apps.tasks.executors import warm_up  # noqa: E402
+from apps.tasks.run.executors import warm_up  # noqa: E402
 
 warm_up()  # import the runner and probe the sandbox now, not on the serving loop at the first task
 
@@ -30,7 +30,7 @@ from agentkit_site.mcp_endpoint import McpEndpoint  # noqa: E402
 from agentkit_site.routing import websocket_urlpatterns  # noqa: E402
 from agentkit_site.serving import settle_heap  # noqa: E402
 from agentkit_site.ws_auth import SessionAuthStack  # noqa: E402  (needs Django set up first)
-from apps.tasks.reaper import reaping  # noqa: E402
+from apps.tasks.run.reaper import reaping  # noqa: E402
 
 # The reaper (tasks whose process died) runs on the serving loop from the first connection on.
 application = reaping(

@@ -91,7 +91,7 @@ def database_from_url(url: str, base_dir: Path) -> dict:
             "OPTIONS": options,
             # Kept open for a minute, checked before reuse: a connection the server closed
             # (a restart, a failover) is replaced instead of failing the next query. Threads
-            # outside requests recycle theirs the same way (apps/tasks/db_threads.py).
+            # outside requests recycle theirs the same way (apps/tasks/run/db_threads.py).
             "CONN_MAX_AGE": 60,
             "CONN_HEALTH_CHECKS": True,
         }

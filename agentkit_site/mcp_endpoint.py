@@ -1,4 +1,4 @@
-"""`/mcp`: agentkit as an MCP server over streamable HTTP (the tools: apps/tasks/mcp_server.py),
+"""`/mcp`: agentkit as an MCP server over streamable HTTP (the tools: apps/tasks/doors/mcp_server.py),
 beside Django in the ASGI router (asgi.py). A request without a valid `Authorization: Bearer
 <API token>` is refused here with 401 before the MCP SDK sees it; each tool checks the token
 again for its user. The SDK's session manager needs a running task group: it is started on the
@@ -84,7 +84,7 @@ class McpEndpoint:
 
     async def _serving(self):
         if self._mcp is None:
-            from apps.tasks.mcp_server import server
+            from apps.tasks.doors.mcp_server import server
 
             self._mcp = server.streamable_http_app(
                 streamable_http_path=PATH,

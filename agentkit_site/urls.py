@@ -3,8 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from apps.dashboard.views import dashboard_page
-from apps.tasks.health import healthz
-from apps.tasks.metrics_view import metrics_view
+from apps.tasks.doors.health import healthz
+from apps.tasks.doors.metrics_view import metrics_view
 from apps.tools.views import mcp_page
 
 urlpatterns = [

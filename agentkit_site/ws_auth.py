@@ -7,7 +7,7 @@ SQLite connection per handshake). With 50 sockets opened at once every handshake
 behind the others, and behind every other piece of thread-sensitive work of the server
 (bench/chat_load.py). The lookup itself is two queries (the session, the user) that any thread
 can run: here they run on the loop's default executor, whose threads keep their connection, as
-the rest of the socket's database work does (apps/tasks/consumers.py).
+the rest of the socket's database work does (apps/tasks/doors/consumers.py).
 
 The check is channels' (and Django's): the user the session names, through the backend the
 session names, and only while the session's auth hash matches the user's (a password change

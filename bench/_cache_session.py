@@ -3,7 +3,7 @@ engine (real gateway, real builtin tools over a generated workspace, the shipped
 skill) against the fake LLM server speaking the Anthropic protocol, whose prompt-cache accounting
 (apps/engine/llm/cachesim.py) follows Anthropic's rules. Every model call's usage is recorded.
 The task carries what the runner gives a real one: workspace notes, facts, and the repository
-map of the generated workspace built with the shipped `repo_map` settings (apps/tasks/runner.py).
+map of the generated workspace built with the shipped `repo_map` settings (apps/tasks/run/runner.py).
 
 Pricing uses Anthropic's multipliers on the base input price: cache writes 1.25x, cache reads
 0.1x; output 5x input (Sonnet-class list prices: $3 in, $15 out, $0.30 read, $3.75 write per

@@ -10,7 +10,7 @@ submission to the last task's end) and the scaling 4 vs 1 (target >= 3x); then, 
 cluster, 100 sockets split over the two web processes each send a message at once: the time to
 each socket's first event, p50 and p95 (target p50 <= 0.3 s), and to its run's `task_started`.
 With executor rq the first event is the `task_waiting` "waiting for a free worker" the web process
-writes as it queues the job (apps/tasks/queued.py): the serving path (socket, intake, database,
+writes as it queues the job (apps/tasks/dispatch/queued.py): the serving path (socket, intake, database,
 queue). `task_started` waits for a free worker: 100 tasks on 4 one-task-at-a-time workers queue,
 so that figure measures the queue.
 
@@ -184,7 +184,7 @@ def _send(client: httpx.Client, cluster: MakeCluster, auth: dict, workspaces: li
 def _busy_workspace(cluster: MakeCluster, token: str) -> dict:
     """BUSY tasks on one workspace, then BUSY on the others, on BUSY_WORKERS workers: the
     others' starts, against the same tasks sent alone. A run that cannot take its workspace
-    goes back to the queue (apps/tasks/deferral.py): no worker waits behind the busy one."""
+    goes back to the queue (apps/tasks/dispatch/deferral.py): no worker waits behind the busy one."""
     auth = {"Authorization": f"Bearer {token}"}
     db_url = cluster.env_value("DATABASE_URL")
     others = [f"bench-{1 + i % (WORKSPACES - 1)}" for i in range(BUSY)]

@@ -39,7 +39,7 @@
       const cancel = el("button", { type: "button", class: "stop", "data-role": "cancel-queued", text: "Cancel", "aria-label": "Cancel queued task " + view.id });
       cancel.addEventListener("click", () => { cancel.disabled = true; cancel.textContent = "Cancelling…"; chat.send({ type: "cancel", task_id: view.id }); });
       const mine = ev.data.waiting_for && state.tasks[ev.data.waiting_for] && state.tasks[ev.data.waiting_for].root.isConnected;
-      // Waiting for a free worker (executor rq: apps/tasks/queued.py), with the jobs ahead of it.
+      // Waiting for a free worker (executor rq: apps/tasks/dispatch/queued.py), with the jobs ahead of it.
       const worker = !ev.data.waiting_for && ev.data.queue;
       if (worker) view.waitedWorker = true;
       const ahead = ev.data.ahead ? " (" + ev.data.ahead + (ev.data.ahead === 1 ? " task" : " tasks") + " ahead)" : "";

@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.support import ROOT
 
 RUN_TASK = (
-    "import asyncio; from apps.tasks.runner import run_task; print(asyncio.run(run_task({id})))"
+    "import asyncio; from apps.tasks.run.runner import run_task; print(asyncio.run(run_task({id})))"
 )
 
 
@@ -45,7 +45,7 @@ def run_task_then_kill(env: dict[str, str], task_id: int, until, what: str) -> N
 def wait_until_heartbeat_stale(db_path: Path, task_id: int, orphan_after: float) -> None:
     """Until the dead run's last heartbeat (`heartbeat_at` in the SQLite file) is older than
     `orphan_after` seconds, with a second to spare: from then on the task has no live run
-    (apps/tasks/liveness.py). Waits for that moment instead of a fixed sleep after whatever the
+    (apps/tasks/dispatch/liveness.py). Waits for that moment instead of a fixed sleep after whatever the
     test did since the kill."""
     import sqlite3
     from datetime import UTC, datetime, timedelta
@@ -108,6 +108,6 @@ rows = [
 for seq, (kind, data) in enumerate(rows, 1):
     TaskEvent.objects.create(task=task, seq=seq, type=kind, data=data, ts=timezone.now())
 Task.objects.filter(pk=task.pk).update(last_seq=len(rows))
-# No run ever claimed it (no heartbeat): interrupted, so resumable (apps/tasks/liveness.py).
+# No run ever claimed it (no heartbeat): interrupted, so resumable (apps/tasks/dispatch/liveness.py).
 print(task.pk)
 """

@@ -53,16 +53,43 @@ def test_importing_django_inside_the_engine_breaks_the_contract(tmp_path):
 
 
 def test_the_recorder_importing_the_consumers_again_breaks_the_contract(tmp_path):
-    # The write path reaches the sockets through apps/tasks/local_delivery.py; the consumers sit
+    # The write path reaches the sockets through apps/tasks/events/local_delivery.py; the consumers sit
     # above it (consumers -> executors -> runner -> recorder).
     repo = copy_tree(tmp_path)
-    recorder = repo / "apps" / "tasks" / "recorder.py"
+    recorder = repo / "apps" / "tasks" / "events" / "recorder.py"
     recorder.write_text(
-        recorder.read_text() + "\nfrom apps.tasks.consumers import ChatConsumer  # noqa\n"
+        recorder.read_text() + "\nfrom apps.tasks.doors.consumers import ChatConsumer  # noqa\n"
     )
     proc = lint(repo)
     assert proc.returncode != 0
     assert "No cycles are allowed in apps.tasks." in proc.stdout
+    assert "apps.tasks' events never import the doors BROKEN" in proc.stdout
+    assert "apps.tasks' rooms sit in layers BROKEN" in proc.stdout
+
+
+def test_a_door_importing_the_runner_breaks_the_contract(tmp_path):
+    # The doors start a run through an executor; the API importing the runner itself closes no
+    # cycle (the runner imports no door), so only the doors' contract sees it.
+    repo = copy_tree(tmp_path)
+    api = repo / "apps" / "tasks" / "doors" / "api.py"
+    api.write_text(api.read_text() + "\nfrom apps.tasks.run.runner import run_task  # noqa\n")
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "the doors call services, never the runner's internals BROKEN" in proc.stdout
+    assert "apps.tasks.doors.api -> apps.tasks.run.runner" in proc.stdout
+    assert "apps.tasks' rooms sit in layers KEPT" in proc.stdout
+
+
+def test_the_services_importing_the_run_break_the_layers(tmp_path):
+    # services sit below the run (the executors call them): a service that imported the reaper
+    # would reach up a layer, and close a cycle through apps.tasks' siblings.
+    repo = copy_tree(tmp_path)
+    services = repo / "apps" / "tasks" / "services.py"
+    services.write_text(services.read_text() + "\nfrom apps.tasks.run import reaper  # noqa\n")
+    proc = lint(repo)
+    assert proc.returncode != 0
+    assert "apps.tasks' rooms sit in layers BROKEN" in proc.stdout
+    assert "apps.tasks.services -> apps.tasks.run.reaper" in proc.stdout
 
 
 # Modules in import cycles, by grimp's graph (function-level imports count): one line per
@@ -100,8 +127,8 @@ def test_a_cycle_through_two_apps_is_found(tmp_path):
     # specs.services -> tasks.ending -> specs.services, which no sibling contract sees.
     repo = copy_tree(tmp_path)
     services = repo / "apps" / "specs" / "services.py"
-    services.write_text(services.read_text() + "\nfrom apps.tasks import ending  # noqa\n")
-    assert module_cycles(repo) == ["apps.specs.services apps.tasks.ending"]
+    services.write_text(services.read_text() + "\nfrom apps.tasks.events import ending  # noqa\n")
+    assert module_cycles(repo) == ["apps.specs.services apps.tasks.events.ending"]
     proc = lint(repo)
     assert proc.returncode != 0
     assert "the specs' domain sits below the tasks' run machinery BROKEN" in proc.stdout

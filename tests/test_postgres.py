@@ -41,7 +41,7 @@ WRITE_EVENTS = """
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
-from apps.tasks.event_writer import persist_batches
+from apps.tasks.events.event_writer import persist_batches
 from apps.tasks.models import Task, TaskEvent, Workspace
 user = get_user_model().objects.get(username="admin")
 task = Task.objects.create(user=user, workspace=Workspace.objects.get(name="demo"), goal="g")
@@ -109,7 +109,7 @@ RECYCLE = """
 import asyncio
 from asgiref.sync import sync_to_async
 from django.db import connection
-from apps.tasks.db_threads import RecyclingExecutor
+from apps.tasks.run.db_threads import RecyclingExecutor
 
 def backend_pid():
     with connection.cursor() as cursor:
@@ -142,9 +142,9 @@ LEASES = """
 from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from apps.tasks.ending import INTERRUPTED, task_end_now
-from apps.tasks.leases import lease_acquire, lease_release
-from apps.tasks.liveness import run_claim
+from apps.tasks.events.ending import INTERRUPTED, task_end_now
+from apps.tasks.dispatch.leases import lease_acquire, lease_release
+from apps.tasks.dispatch.liveness import run_claim
 from apps.tasks.models import Task, TaskEvent, Workspace
 user = get_user_model().objects.get(username="admin")
 ws = Workspace.objects.get(name="demo")

@@ -10,7 +10,7 @@
 - `ReviewGate`: stores a task's spec revisions and the person's decision on each (apps/specs
   implements it on the database, so the decision may come from any process).
 
-Events need no port: `ReActEngine.run()` yields them and the runner (apps/tasks/runner.py) is the
+Events need no port: `ReActEngine.run()` yields them and the runner (apps/tasks/run/runner.py) is the
 one place that persists and broadcasts them.
 """
 

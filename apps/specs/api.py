@@ -1,6 +1,6 @@
 """JSON API of specs: list and read the user's specs, and decide a review —
 `POST /api/specs/<id>/review` {"decision": "confirm"|"reject", "feedback"}. Same authentication
-and error shape as apps/tasks/api.py. Confirming (or rejecting) a parked spec queues its task
+and error shape as apps/tasks/doors/api.py. Confirming (or rejecting) a parked spec queues its task
 again: the continuation run starts from the stored spec."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from django.http import JsonResponse
 from apps.engine.plan.spec import spec_review_id
 from apps.specs import selectors, services
 from apps.specs.models import SpecStatus
-from apps.tasks import executors
-from apps.tasks.api import _json_body, api_view, error
+from apps.tasks.doors.api import _json_body, api_view, error
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 
 

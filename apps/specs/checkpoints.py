@@ -2,10 +2,10 @@
 database, the spec a run executes (or resumes), its heartbeat, and whether a task was
 interrupted (its process died mid-run).
 
-A task's run beats for it (apps/tasks/liveness.py: one heartbeat thread per process); a task
+A task's run beats for it (apps/tasks/dispatch/liveness.py: one heartbeat thread per process); a task
 still `running` (or `awaiting_review`) whose heartbeat is older than
 `executor.orphan_after_seconds` has no process left running it, and is resumed by the reaper
-(apps/tasks/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
+(apps/tasks/run/reaper.py), or by a person (`manage.py resume_task`, `POST /api/tasks/<id>/resume`,
 the chat page's Resume). team_collab
 resumes from its phase checkpoints (finished spec phases are not run again); plan_exec from the
 confirmed spec and its stored events (apps/engine/loop/resume.py: no replanning, the engine phase,
@@ -26,7 +26,7 @@ from apps.specs.models import Checkpoint, Spec, SpecPhase, SpecStatus
 
 RUNNABLE_SPEC_STATUSES = (SpecStatus.CONFIRMED, SpecStatus.EXECUTING)
 RESUMABLE_MODES = ("plan_exec", "team_collab")
-# Modes a take-over of a dead run (apps/tasks/reaper.py) continues from their stored events
+# Modes a take-over of a dead run (apps/tasks/run/reaper.py) continues from their stored events
 # (apps/engine/loop/resume.py): a direct_chat task has one step, its answer, and answers again.
 STEP_RESUMABLE_MODES = ("react", "direct_chat")
 
@@ -93,9 +93,9 @@ def runnable_spec(task_id: int) -> RunnableSpec | None:
 
 def run_gone(task) -> bool:
     """No live run holds the task: its heartbeat is older than `executor.orphan_after_seconds`
-    or it never had one (apps/tasks/liveness.py). A task just handed to a new run (a resume, the
+    or it never had one (apps/tasks/dispatch/liveness.py). A task just handed to a new run (a resume, the
     reaper) has a fresh heartbeat and no owner yet: not gone."""
-    from apps.tasks.liveness import heartbeat_stale
+    from apps.tasks.dispatch.liveness import heartbeat_stale
 
     return heartbeat_stale(task.heartbeat_at)
 
@@ -119,10 +119,10 @@ def task_interrupted(task) -> bool:
 
 def task_resume(*, task, force: bool = False) -> None:
     """Check that `task` may resume from its checkpoints, and hand it over (see below). The
-    caller then runs it (executor or in process); the run's claim (apps/tasks/liveness.py) makes
+    caller then runs it (executor or in process); the run's claim (apps/tasks/dispatch/liveness.py) makes
     sure only one run goes on."""
+    from apps.tasks.dispatch.liveness import orphan_after_seconds
     from apps.tasks.errors import ApplicationError
-    from apps.tasks.liveness import orphan_after_seconds
     from apps.tasks.models import FINAL_STATUSES, Task
 
     if task.mode not in RESUMABLE_MODES:

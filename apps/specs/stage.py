@@ -1,5 +1,5 @@
 """The runner's side of the spec stage: builds it for a task (planner on the main model, the
-database review gate) and resolves the reviews a run left open. Called from apps/tasks/runner.py,
+database review gate) and resolves the reviews a run left open. Called from apps/tasks/run/runner.py,
 the one bridge between engine events and the database."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The rows of new tasks (services.task_create for one message; task_create_many for the
-messages of several sockets at once, apps/tasks/intake.py): the checks of each message before
+messages of several sockets at once, apps/tasks/doors/intake.py): the checks of each message before
 the transaction, then one transaction with the re-send lookup and the INSERTs."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def create_one(request: TaskRequest, config) -> Task:
 
 
 def task_create_many(*, requests: list[TaskRequest], config, opening=None) -> list:
-    """task_create for several messages at once (sockets sending together, apps/tasks/intake.py):
+    """task_create for several messages at once (sockets sending together, apps/tasks/doors/intake.py):
     the checks of each, then ONE transaction with one re-send lookup per user and one INSERT per
     table, instead of a transaction per message that each waits for the database's write lock.
     Returns, in order, each message's task or the error that concerns it alone (an

@@ -13,9 +13,9 @@ def run_task_job(task_id: int, reason: str | None = None) -> str:
 
 
 async def _run(task_id: int, reason: str | None = None, job=None) -> str:
-    from apps.tasks.db_threads import install
-    from apps.tasks.reaper import reaper_start
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.db_threads import install
+    from apps.tasks.run.reaper import reaper_start
+    from apps.tasks.run.runner import run_task
 
     install()  # the job's threads recycle their database connections (db_threads.py)
     reaper_start()  # a worker running tasks reaps too (reaper.py)
@@ -26,7 +26,7 @@ async def _run(task_id: int, reason: str | None = None, job=None) -> str:
 def _observer(task_id: int, job):
     """The run's metrics and trace (ops/observe.py): how long its job waited in the queue, and
     the trace its queueing process began. None when the task is gone (run_task says so)."""
-    from apps.tasks.job_ids import trace_context
+    from apps.tasks.dispatch.job_ids import trace_context
     from apps.tasks.models import Task
     from apps.tasks.ops.observe import RunObserver
 

@@ -149,14 +149,14 @@ class Task(models.Model):
     )
     last_seq = models.PositiveIntegerField(default=0)
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
-    # The run that holds the task (apps/tasks/liveness.py): "" when none; its process touches
+    # The run that holds the task (apps/tasks/dispatch/liveness.py): "" when none; its process touches
     # `heartbeat_at` every few seconds. A task `queued` or `running` whose heartbeat is older than
     # `executor.orphan_after_seconds` has no live run: the reaper ends or resumes it (reaper.py).
     run_owner = models.CharField(max_length=80, blank=True, default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # How many times the reaper handed the task to a new run after its run died.
     orphaned = models.PositiveSmallIntegerField(default=0)
-    # A task on a repository workspace (apps/tasks/worktrees.py): its branch, the branch's
+    # A task on a repository workspace (apps/tasks/vcs/worktrees.py): its branch, the branch's
     # newest commit, the base commit it was made from, and its worktree ("" once removed).
     branch = models.CharField(max_length=200, blank=True, default="")
     commit = models.CharField(max_length=64, blank=True, default="")
@@ -164,7 +164,7 @@ class Task(models.Model):
     worktree = models.CharField(max_length=1024, blank=True, default="")
     # A queued task whose RQ job went back to the queue because another task holds its workspace
     # (or its conversation's earlier turn runs): that task; its end queues this one's next job
-    # (apps/tasks/deferral.py). Null when it waits for nothing.
+    # (apps/tasks/dispatch/deferral.py). Null when it waits for nothing.
     deferred_behind = models.ForeignKey(
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -15,7 +15,7 @@ MODE_PREFIXES = {
 }
 KNOWN_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
 # The modes this version runs: the only ones the chat page offers, and the only ones the runner
-# starts (apps/tasks/runner.py refuses the others with `mode_not_available`).
+# starts (apps/tasks/run/runner.py refuses the others with `mode_not_available`).
 RUNNABLE_MODES = ("direct_chat", "react", "plan_exec", "team_collab")
 
 

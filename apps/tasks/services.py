@@ -109,7 +109,7 @@ def _end_if_no_run(task_id: int) -> bool:
     now: no run would notice the request (liveness.py). A run that claims it later finds it
     ended and does nothing."""
     from apps.specs.checkpoints import run_gone
-    from apps.tasks.ending import publish_blocking, task_end_now
+    from apps.tasks.events.ending import publish_blocking, task_end_now
 
     messages = task_end_now(task_id, "cancelled", expect=run_gone)
     if messages:
@@ -136,7 +136,7 @@ def task_delete(*, user, task) -> None:
 
 def _remove_worktree_of(task) -> None:
     from apps.tasks.conf import agent_config
-    from apps.tasks.worktrees import worktree_remove
+    from apps.tasks.vcs.worktrees import worktree_remove
 
     others = Task.objects.filter(workspace_id=task.workspace_id, branch=task.branch).exclude(
         pk=task.pk

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from apps.dashboard.views import evaluation_page, evaluations_page
-from apps.tasks import api, api_branches, api_workspaces, views
+from apps.tasks.doors import api, api_branches, api_workspaces, views
 
 urlpatterns = [
     path("", views.chat_page, name="chat"),

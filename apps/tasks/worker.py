@@ -9,7 +9,7 @@ worker's whole life that
   one round (≈ 25 s with the defaults), also while no job runs here: the job-scoped reaper of
   jobs.py runs only while this worker has a task;
 - says the worker is alive (`worker_seen`): per queue it listens on, a Redis sorted set of
-  worker names by their last round, which `/healthz` reads for the agent queue (apps/tasks/health.py). RQ's own worker heartbeat is refreshed
+  worker names by their last round, which `/healthz` reads for the agent queue (apps/tasks/doors/health.py). RQ's own worker heartbeat is refreshed
   only every few minutes while a worker waits for a job.
 
 Exactly once stays the reaper's: every hand-over is a conditional write in the database.
@@ -50,8 +50,8 @@ def workers_seen_since(connection, queue: str, since: float) -> list[str]:
 
 
 async def _reap_and_report(connection, name: str, queues: list[str]) -> None:
-    from apps.tasks.db_threads import install
-    from apps.tasks.reaper import REAP_SECONDS, reap_round
+    from apps.tasks.run.db_threads import install
+    from apps.tasks.run.reaper import REAP_SECONDS, reap_round
 
     install()
     while True:

@@ -37,7 +37,7 @@ def test_task_runs_on_the_worker_and_streams_to_the_page(page: Page, rq_server, 
     expect(task.locator('.tool-card[data-tool="read_file"]')).to_be_visible(timeout=30_000)
     expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
     expect(task.locator(".tool-card.ok")).to_have_count(2)
-    # its first event came from the web process as the job was queued (apps/tasks/queued.py):
+    # its first event came from the web process as the job was queued (apps/tasks/dispatch/queued.py):
     # the notice "Queued: waiting for a free worker …" became what happened once it started
     expect(task.locator("[data-role=queued-notice]")).to_have_text("Waited for a free worker.")
     task_id = task.get_attribute("data-task-id")

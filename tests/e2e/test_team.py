@@ -46,7 +46,7 @@ for i, p in enumerate(draft["phases"]):
     SpecPhase.objects.create(spec=spec, position=i, phase_id=p["id"], title=p["title"], role=p["role"])
 Checkpoint.objects.create(spec=spec, task=task, phase_id="plan", status="completed",
     counters={{"final": "Plan: match whole runs of separators.", "steps": 1, "usage": {{"llm_calls": 1}}}})
-# No run ever claimed it (no heartbeat): interrupted, so resumable (apps/tasks/liveness.py).
+# No run ever claimed it (no heartbeat): interrupted, so resumable (apps/tasks/dispatch/liveness.py).
 print(task.pk)
 """
 

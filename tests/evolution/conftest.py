@@ -75,6 +75,6 @@ def run(task) -> str:
     """Run a task through the runner (as the inline executor does outside a server)."""
     import asyncio
 
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.runner import run_task
 
     return asyncio.run(run_task(task.pk))

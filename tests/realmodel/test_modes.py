@@ -8,7 +8,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.selectors import task_outcome
 from tests.realmodel import llama
 from tests.tasks.conftest import events_of

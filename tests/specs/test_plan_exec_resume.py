@@ -20,9 +20,9 @@ from django.utils import timezone
 from apps.engine.plan.planner import parse_draft
 from apps.specs.models import Spec
 from apps.specs.services import spec_review_open, spec_set_status, spec_store
-from apps.tasks.liveness import HEARTBEAT_SECONDS
+from apps.tasks.dispatch.liveness import HEARTBEAT_SECONDS
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
     WORKER,

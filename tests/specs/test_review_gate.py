@@ -10,7 +10,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.specs.services import spec_review_reply
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.specs.conftest import (
     PLANNER,

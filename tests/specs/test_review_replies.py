@@ -14,7 +14,7 @@ from apps.engine.plan.planner import parse_draft
 from apps.specs.models import Spec, SpecReview
 from apps.specs.services import spec_review_open, spec_store
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.specs.conftest import (
     PLANNER,
     WORKER,
@@ -39,7 +39,7 @@ def review_state(review_id):
 
 def open_review(user, ws):
     """A task whose spec waits for review (as the gate leaves it), without a running engine;
-    its run's claim and heartbeat fresh, as a live run keeps them (apps/tasks/liveness.py)."""
+    its run's claim and heartbeat fresh, as a live run keeps them (apps/tasks/dispatch/liveness.py)."""
     task = new_task(user, ws)
     Task.objects.filter(pk=task.pk).update(run_owner="host:1:run", heartbeat_at=timezone.now())
     draft, _ = parse_draft(spec_json(), "goal")

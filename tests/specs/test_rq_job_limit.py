@@ -8,7 +8,7 @@ import django_rq.settings
 import pytest
 from django.db import transaction
 
-from apps.tasks.executors import task_submit
+from apps.tasks.run.executors import task_submit
 from tests.specs.conftest import new_task
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,10 +7,10 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 from django.utils import timezone
 
-from apps.tasks.changes import _apply, changes_payload, task_revert
 from apps.tasks.models import TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError
+from apps.tasks.workspaces.changes import _apply, changes_payload, task_revert
 from tests.tasks.factories import make_task, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

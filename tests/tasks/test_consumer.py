@@ -13,9 +13,9 @@ from django.conf import settings
 from django.test import Client
 
 from agentkit_site.asgi import application
-from apps.tasks import consumers
-from apps.tasks.consumers import task_group
-from apps.tasks.local_delivery import followers
+from apps.tasks.doors import consumers
+from apps.tasks.doors.consumers import task_group
+from apps.tasks.events.local_delivery import followers
 from apps.tasks.models import Task
 from tests.tasks.factories import add_events, make_task, make_user, make_workspace
 
@@ -166,7 +166,7 @@ async def test_a_gap_in_live_events_is_filled_from_the_database(people):
 async def test_events_the_channel_layer_never_delivered_still_arrive_from_the_database(people):
     """channels-redis drops group messages silently when an inbox is full; if the tail of a task
     (task_finished included) is lost, the socket must still get it."""
-    from apps.tasks.consumers import CATCH_UP_SECONDS
+    from apps.tasks.doors.consumers import CATCH_UP_SECONDS
 
     task = await sync_to_async(make_task)(people["alice"], people["alpha"])
     communicator = await open_socket(people["alice"])

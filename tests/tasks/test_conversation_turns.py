@@ -13,9 +13,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.utils import timezone
 
-from apps.tasks.leases import waiting_for
+from apps.tasks.dispatch.leases import waiting_for
 from apps.tasks.models import Conversation, Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.tasks.factories import make_task
 from tests.tasks.test_run_guard import contiguous_with_one_end, slow_script, wait_for_event

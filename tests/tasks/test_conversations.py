@@ -9,9 +9,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.test import Client
 
-from apps.tasks.history import conversation_history
+from apps.tasks.events.history import conversation_history
 from apps.tasks.models import Conversation, Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError, api_token_create, task_create
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tasks.conftest import events_of

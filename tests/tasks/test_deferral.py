@@ -13,12 +13,12 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 from rq import SimpleWorker
 
-from apps.tasks.deferral import wake_behind
-from apps.tasks.ending import task_end_now
-from apps.tasks.executors import task_submit
-from apps.tasks.leases import lease_key
+from apps.tasks.dispatch.deferral import wake_behind
+from apps.tasks.dispatch.leases import lease_key
+from apps.tasks.events.ending import task_end_now
 from apps.tasks.models import Task, WorkspaceLease
-from apps.tasks.reaper import reap
+from apps.tasks.run.executors import task_submit
+from apps.tasks.run.reaper import reap
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task, make_workspace
 from tests.tasks.test_queued_event import rq_queue  # noqa: F401  (the fixture)

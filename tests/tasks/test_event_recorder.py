@@ -1,4 +1,4 @@
-"""The runner's event write path (apps/tasks/recorder.py, event_writer.py) on real SQLite: batches
+"""The runner's event write path (apps/tasks/events/recorder.py, event_writer.py) on real SQLite: batches
 per flush window, immediate writes for status-changing events, nothing lost on a crash or cancel,
 broadcast in order exactly once, 50 concurrent tasks with contiguous seqs."""
 
@@ -13,10 +13,10 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import connections
 
-from apps.tasks.consumers import task_group
-from apps.tasks.event_writer import event_writer, write_events
+from apps.tasks.doors.consumers import task_group
+from apps.tasks.events.event_writer import event_writer, write_events
+from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.recorder import EventRecorder
 from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,9 +16,9 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, json
     from asgiref.sync import sync_to_async
-    from apps.tasks.event_writer import event_writer
+    from apps.tasks.events.event_writer import event_writer
     from apps.tasks.models import Task, TaskEvent
-    from apps.tasks.recorder import EventRecorder
+    from apps.tasks.events.recorder import EventRecorder
     from tests.tasks.factories import make_task, make_user, make_workspace
 
     def setup():

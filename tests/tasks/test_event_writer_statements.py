@@ -1,5 +1,5 @@
 """The event writer's transaction runs a few statements however many rows and tasks it holds
-(apps/tasks/event_writer.py `write_statements`): SQLite's driver lets go of the GIL around every
+(apps/tasks/events/event_writer.py `write_statements`): SQLite's driver lets go of the GIL around every
 statement it runs, and each costs the writer a wait for the GIL while it holds the database's one
 write lock. Counted here on SQLite's own trace of the statements it executes (an `executemany`
 runs its statement once per row), on a real database file."""
@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.tasks.event_writer import persist_batches, write_statements
+from apps.tasks.events.event_writer import persist_batches, write_statements
 from apps.tasks.models import Task, TaskEvent
 from tests.tasks.factories import make_task, make_user, make_workspace
 
@@ -106,7 +106,7 @@ def test_the_writer_commits_promptly_once_a_held_write_lock_is_freed(tmp_path):
     import threading
     import time
 
-    from apps.tasks.event_writer import EventWriter
+    from apps.tasks.events.event_writer import EventWriter
 
     (task,) = tasks(tmp_path, 1)
     holder = sqlite3.connect(
@@ -145,7 +145,7 @@ def test_a_write_lock_held_past_the_timeout_fails_the_write_and_the_next_one_suc
 
     from django.db import OperationalError
 
-    from apps.tasks.event_writer import EventWriter
+    from apps.tasks.events.event_writer import EventWriter
 
     (task,) = tasks(tmp_path, 1)
     monkeypatch.setitem(connection.settings_dict["OPTIONS"], "timeout", 0.3)

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.test import Client
 
 from apps.tasks.models import Conversation, Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import api_token_create
 from tests.fakes.llm_server import FakeLLMServer, Fault
 from tests.tasks.conftest import events_of

@@ -1,4 +1,4 @@
-"""The end of a task commits with its `task_finished` row (apps/tasks/event_writer.py): a socket
+"""The end of a task commits with its `task_finished` row (apps/tasks/events/event_writer.py): a socket
 told of the end finds the task ended and a poller that sees it ended finds the event; the
 lifecycle hook (lifecycle.finish_task) then adds the failure's salvage and own text over the same final
 status, and a task already ended otherwise (cancelled) keeps its status."""
@@ -12,9 +12,9 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from apps.engine.task import TaskResult
-from apps.tasks.event_writer import write_events
-from apps.tasks.lifecycle import finish_task
+from apps.tasks.events.event_writer import write_events
 from apps.tasks.models import Task, TaskEvent
+from apps.tasks.run.lifecycle import finish_task
 from tests.tasks.factories import make_task, make_user, make_workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,8 +95,8 @@ async def test_the_hook_returns_the_stored_status_for_the_runner(tmp_path):
     done (lifecycle.py); run_task returns it without a trip of its own. A task ended otherwise
     before its task_finished committed (cancelled) is reported as stored, not as the engine's
     result."""
-    from apps.tasks.lifecycle import RunnerHooks
-    from apps.tasks.recorder import EventRecorder
+    from apps.tasks.events.recorder import EventRecorder
+    from apps.tasks.run.lifecycle import RunnerHooks
 
     def two_tasks():
         user = make_user("ender")
@@ -125,7 +125,7 @@ def test_the_end_of_run_work_survives_a_cancel_while_it_waits_for_a_thread(tmp_p
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from apps.tasks.lifecycle import RunnerHooks
+    from apps.tasks.run.lifecycle import RunnerHooks
 
     task = new_task(tmp_path)
 
@@ -158,8 +158,8 @@ def test_an_aborted_run_ends_its_spec_even_if_cancelled_while_it_waits_for_a_thr
     from concurrent.futures import ThreadPoolExecutor
 
     from apps.specs.models import Spec, SpecStatus
-    from apps.tasks.recorder import EventRecorder
-    from apps.tasks.run_guard import abort_run
+    from apps.tasks.events.recorder import EventRecorder
+    from apps.tasks.run.run_guard import abort_run
 
     task = new_task(tmp_path)
     task = Task.objects.select_related("workspace").get(pk=task.pk)

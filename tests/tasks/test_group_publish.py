@@ -1,4 +1,4 @@
-"""The recorders' ordered channel-layer sends (apps/tasks/group_publish.py) through a real
+"""The recorders' ordered channel-layer sends (apps/tasks/events/group_publish.py) through a real
 Redis Pub/Sub layer: every message arrives once, each group's in order, more than one batch's
 worth included; any other layer gets the same order; an unreachable Redis neither raises nor
 leaves `wait_sent` hanging."""
@@ -10,7 +10,7 @@ import asyncio
 from channels.layers import InMemoryChannelLayer
 from channels_redis.pubsub import RedisPubSubChannelLayer
 
-from apps.tasks.group_publish import MAX_BATCH, group_publisher
+from apps.tasks.events.group_publish import MAX_BATCH, group_publisher
 from tests.support import free_port
 
 

@@ -1,4 +1,4 @@
-"""`GET /healthz` (apps/tasks/health.py) and the deployment's executor override
+"""`GET /healthz` (apps/tasks/doors/health.py) and the deployment's executor override
 (AGENTKIT_EXECUTOR, apps/tasks/conf.py): a real Redis, the test database."""
 
 from __future__ import annotations

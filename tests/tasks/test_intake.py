@@ -1,5 +1,5 @@
 """Messages of several sockets become tasks together (apps/tasks/creation.py task_create_many,
-apps/tasks/intake.py): one transaction and one INSERT per table for a batch, each message's own
+apps/tasks/doors/intake.py): one transaction and one INSERT per table for a batch, each message's own
 outcome (its task, the task it re-sent, or its error) whatever the others' are. Counted on
 SQLite's own trace of the statements it executes, on a real database file."""
 
@@ -14,7 +14,7 @@ from django.db.backends.signals import connection_created
 
 from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
-from apps.tasks.intake import intake
+from apps.tasks.doors.intake import intake
 from apps.tasks.models import Conversation, Task, Workspace
 from apps.tasks.services import ApplicationError, task_create
 from tests.tasks.factories import make_task

@@ -1,4 +1,4 @@
-"""Tasks the reaper hands over keep their place in the workspace's queue (apps/tasks/leases.py:
+"""Tasks the reaper hands over keep their place in the workspace's queue (apps/tasks/dispatch/leases.py:
 waiting runs take the lease in the order their tasks were created).
 
 A react task whose run died is `running`; the reaper hands it to a new run (reaper.py: no owner,
@@ -19,10 +19,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.tasks.leases import Waiting, lease_acquire, lease_release
-from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.dispatch.leases import Waiting, lease_acquire, lease_release
+from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.models import Task, TaskStatus, WorkspaceLease
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task

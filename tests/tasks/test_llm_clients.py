@@ -1,4 +1,4 @@
-"""The HTTP client the runner's gateways share per event loop (apps/tasks/llm_clients.py), over
+"""The HTTP client the runner's gateways share per event loop (apps/tasks/run/llm_clients.py), over
 real HTTP to the fake LLM server."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 from apps.engine.config import parse_config
 from apps.engine.llm import ChatRequest, Message
 from apps.engine.llm.gateway import Gateway
-from apps.tasks.llm_clients import http_client_acquire, http_client_release
+from apps.tasks.run.llm_clients import http_client_acquire, http_client_release
 from tests.fakes.llm_server import FakeLLMServer
 
 

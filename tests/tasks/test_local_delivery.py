@@ -10,8 +10,8 @@ import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer
 
+from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.models import Task
-from apps.tasks.recorder import EventRecorder
 from tests.tasks.factories import add_events, make_task
 from tests.tasks.test_consumer import open_socket, people  # noqa: F401  (fixture)
 
@@ -102,7 +102,7 @@ async def test_a_batch_socket_gets_one_frame_per_delivery_and_a_plain_socket_one
 async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_the_run_ends(people):  # noqa: F811
     from channels.layers import get_channel_layer
 
-    from apps.tasks.local_delivery import local_run_ended, local_run_started, task_group
+    from apps.tasks.events.local_delivery import local_run_ended, local_run_started, task_group
 
     task = await sync_to_async(make_task)(people["alice"], people["alpha"])
     local_run_started(task.pk)  # as executors._spawn does for an inline run
@@ -127,7 +127,7 @@ async def test_a_socket_following_a_run_on_its_loop_joins_the_group_only_when_th
 async def test_batches_queued_behind_a_delivery_in_progress_keep_their_order(people):  # noqa: F811
     # A socket with nothing in progress gets a batch right in the flush (deliver_local awaits its
     # send); one busy with a delivery (a replay, say) gets the batches queued behind it, in order.
-    from apps.tasks.local_delivery import followers
+    from apps.tasks.events.local_delivery import followers
 
     task = await sync_to_async(make_task)(people["alice"], people["alpha"])
     communicator = await open_socket(people["alice"])

@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.tasks.factories import make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)

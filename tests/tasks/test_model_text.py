@@ -17,10 +17,10 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 
 from apps.engine.llm.text import REPLACEMENT, storable
-from apps.tasks.consumers import task_group
-from apps.tasks.history import HISTORY_MAX_CHARS, conversation_history
+from apps.tasks.doors.consumers import task_group
+from apps.tasks.events.history import HISTORY_MAX_CHARS, conversation_history
 from apps.tasks.models import Conversation, Task, TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import api_token_create
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tasks.conftest import events_of

@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent(
     from django.conf import settings
     from apps.tasks.conf import reload_agent_config
     from apps.tasks.models import Task, TaskEvent
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.runner import run_task
     from tests.fakes.llm_server import FakeLLMServer
     from tests.support import ROOT
     from tests.tasks.factories import make_task, make_user, make_workspace

@@ -16,7 +16,7 @@ from apps.tasks.batch.outcomes import outcome_of
 from apps.tasks.batch.report import _row
 from apps.tasks.batch.spec import TaskSpec
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import api_token_create
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task

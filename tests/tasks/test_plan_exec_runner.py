@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.config_text import without_spec_review
 from tests.support import ROOT
 from tests.tasks.conftest import events_of

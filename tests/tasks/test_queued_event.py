@@ -1,5 +1,5 @@
 """With executor rq, a new task's first event says at once that it waits for a free worker
-(apps/tasks/queued.py): seq 1 `task_waiting`, written by the process that enqueues the job, before
+(apps/tasks/dispatch/queued.py): seq 1 `task_waiting`, written by the process that enqueues the job, before
 any worker runs it. The run continues the seqs after it. A real Redis (its own database number),
 the test database, the real RQ queue; the jobs run by RQ's own worker, in burst mode."""
 
@@ -16,10 +16,10 @@ from django.test import Client
 from rq import Queue, SimpleWorker
 
 from apps.tasks.conf import reload_agent_config
-from apps.tasks.executors import task_enqueue_rq, task_submit, task_submit_many
-from apps.tasks.intake import intake
+from apps.tasks.dispatch.queued import WORKER_WAIT_REASON
+from apps.tasks.doors.intake import intake
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.queued import WORKER_WAIT_REASON
+from apps.tasks.run.executors import task_enqueue_rq, task_submit, task_submit_many
 from apps.tasks.services import task_request_cancel
 from tests.tasks.factories import add_events, make_task, make_workspace
 from tests.tasks.test_consumer import open_socket

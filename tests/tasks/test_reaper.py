@@ -35,14 +35,16 @@ ws = Workspace.objects.create(name="w", root_dir={root!r})
 ws.members.add(user)
 print(Task.objects.create(workspace=ws, user=user, mode="react", goal="killed").pk)
 """
-REAP = "import asyncio; from apps.tasks.reaper import reap_round; print(asyncio.run(reap_round()))"
+REAP = (
+    "import asyncio; from apps.tasks.run.reaper import reap_round; print(asyncio.run(reap_round()))"
+)
 # Reap, then keep the loop running until the task ends: the inline executor runs the task it
 # handed over on the reaping loop, as a web process's serving loop does. Says how it ended.
 REAP_AND_WAIT = """
 import asyncio, time
 from asgiref.sync import sync_to_async
 from apps.tasks.models import Task
-from apps.tasks.reaper import reap_round
+from apps.tasks.run.reaper import reap_round
 
 async def main():
     print(await reap_round())

@@ -1,4 +1,4 @@
-"""The reaper with executor rq (apps/tasks/reaper.py), on a real Redis and RQ's own queue and
+"""The reaper with executor rq (apps/tasks/run/reaper.py), on a real Redis and RQ's own queue and
 worker: a task whose job still waits in the queue is no dead run, however long it waits, nor one
 a worker started a moment ago; but a worker SIGKILLed between taking a job and claiming its task
 leaves RQ saying `started` (or `queued`, when it died taking the job off the queue) for an hour,
@@ -13,9 +13,9 @@ from django.utils import timezone
 from rq import SimpleWorker
 from rq.job import Job
 
-from apps.tasks.executors import task_submit
 from apps.tasks.models import Task
-from apps.tasks.reaper import reap
+from apps.tasks.run.executors import task_submit
+from apps.tasks.run.reaper import reap
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
 from tests.tasks.test_queued_event import rq_queue  # noqa: F401  (the fixture)

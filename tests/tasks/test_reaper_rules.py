@@ -1,4 +1,4 @@
-"""What the reaper does with each kind of task that has no live run (apps/tasks/reaper.py), on
+"""What the reaper does with each kind of task that has no live run (apps/tasks/run/reaper.py), on
 real SQLite with the real runner and the scripted model: a task that never began is started
 again; a cancel asked of a dead run ends it cancelled; a react task is resumed; a task
 whose runs keep dying is not handed over forever; a live or recently queued task is left alone."""
@@ -11,9 +11,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.models import Task
-from apps.tasks.reaper import MAX_HANDOVERS, reap
+from apps.tasks.run.reaper import MAX_HANDOVERS, reap
 from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import add_events, make_task

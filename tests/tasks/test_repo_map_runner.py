@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.fakes.llm_server import FakeLLMServer
 from tests.tasks.factories import make_task
 

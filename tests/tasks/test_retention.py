@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.tasks.models import Task, TaskEvent
 from apps.tasks.ops.retention import fold_task, sweep
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.selectors import task_events_after_id
 from tests.tasks.factories import make_task
 

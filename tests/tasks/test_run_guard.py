@@ -14,9 +14,9 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 from django.utils import timezone
 
-from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.dispatch.liveness import run_claim, run_release
 from apps.tasks.models import Task, TaskEvent, WorkspaceLease
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task

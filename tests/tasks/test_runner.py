@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import task_request_cancel
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
@@ -115,7 +115,7 @@ async def test_inline_tasks_submitted_from_a_sync_thread_run_on_the_serving_loop
     asyncio task on the serving loop, not in a private thread with its own loop."""
     import threading
 
-    from apps.tasks import executors
+    from apps.tasks.run import executors
 
     user, workspace, _ = demo
     task = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
@@ -137,7 +137,7 @@ async def test_inline_tasks_submitted_from_a_sync_thread_run_on_the_serving_loop
 async def test_a_run_prepared_in_the_submitting_thread_records_what_an_unprepared_one_does(demo):
     """executors.task_submit_many: a worker thread builds the engine's task (runner.prepare_run)
     of tasks sockets just created; the run then starts with it, with the same events."""
-    from apps.tasks.runner import prepare_run
+    from apps.tasks.run.runner import prepare_run
 
     user, workspace, _ = demo
     plain = await sync_to_async(make_task)(user, workspace, goal="hello", mode="direct_chat")
@@ -159,7 +159,7 @@ async def test_a_run_prepared_in_the_submitting_thread_records_what_an_unprepare
 
 
 async def test_a_failure_while_preparing_is_reported_by_the_run(demo):
-    from apps.tasks.runner import prepare_run
+    from apps.tasks.run.runner import prepare_run
 
     user, workspace, _ = demo
     task = await sync_to_async(make_task)(user, workspace, goal="hello", mode="no_such_mode")

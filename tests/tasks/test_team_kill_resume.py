@@ -19,7 +19,7 @@ ORPHAN_AFTER = 5  # executor.orphan_after_seconds: the dead run's heartbeat is s
 REAP = """
 import asyncio
 from apps.tasks.models import Task
-from apps.tasks.reaper import reap_round
+from apps.tasks.run.reaper import reap_round
 
 async def main():
     done = await reap_round()  # the resumed run starts on this loop (the inline executor)
@@ -112,7 +112,7 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
         assert asked_before == ["planner", "coder"]
 
         wait_until_heartbeat_stale(tmp_path / "db.sqlite3", task_id, ORPHAN_AFTER)
-        # Nobody resumes it by hand: a process that runs tasks reaps it (apps/tasks/reaper.py).
+        # Nobody resumes it by hand: a process that runs tasks reaps it (apps/tasks/run/reaper.py).
         reaped = manage(env, "shell", "-c", REAP.format(id=task_id))
         assert reaped.returncode == 0, reaped.stdout + reaped.stderr
         assert f"[({task_id}, 'resumed', None)] completed" in reaped.stdout

@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.engine.plan.spec import SpecDraft
 from apps.specs.models import Checkpoint, Spec, SpecPhase
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.support import ROOT
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task

@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from rq import SimpleWorker
 
-from apps.tasks.executors import task_submit
 from apps.tasks.models import Task
 from apps.tasks.ops import tracing
+from apps.tasks.run.executors import task_submit
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task
 from tests.tasks.test_queued_event import rq_queue  # noqa: F401  (the fixture)

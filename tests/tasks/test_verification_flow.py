@@ -9,7 +9,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task, make_user, make_workspace
 

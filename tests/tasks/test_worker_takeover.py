@@ -23,7 +23,7 @@ from tests.tasks.test_plan_exec_kill_resume import SETUP, TURNS, is_planner
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = 5
-SUBMIT = "from apps.tasks.executors import task_submit; task_submit(task_id={id})"
+SUBMIT = "from apps.tasks.run.executors import task_submit; task_submit(task_id={id})"
 WORKER = [
     sys.executable,
     "manage.py",

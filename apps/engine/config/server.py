@@ -48,18 +48,18 @@ class ExecutorConfig(Section):
     kind: Literal["inline", "rq"] = "inline"
     queue: str = "agent"
     # A run's process touches its task every 2 s; a task `queued` or `running` untouched for
-    # this long has no live run: the reaper ends or resumes it (apps/tasks/reaper.py).
+    # this long has no live run: the reaper ends or resumes it (apps/tasks/run/reaper.py).
     orphan_after_seconds: float = Field(default=20.0, ge=5.0, le=3600.0)
 
 
 class WorkspacesConfig(Section):
-    """Workspaces people create from the chat page (apps/tasks/workspaces.py)."""
+    """Workspaces people create from the chat page (apps/tasks/workspaces/workspaces.py)."""
 
     allowed_roots: list[str] = Field(default_factory=list)  # empty: "from a directory" is off
     upload_max_mb: PositiveInt = 50  # the archive as uploaded
     upload_max_unpacked_mb: PositiveInt = 500  # all its members together, once unpacked
     upload_max_files: PositiveInt = 20_000
-    # Repository workspaces (apps/tasks/repositories.py, worktrees.py): a finished task's worktree
+    # Repository workspaces (apps/tasks/workspaces/repositories.py, worktrees.py): a finished task's worktree
     # is removed this many days after the task ended (its branch stays until merge or discard);
     # the worktrees of one workspace together may use this much disk, else a new task is refused.
     worktree_ttl_days: PositiveInt = 14
@@ -77,7 +77,7 @@ class WorkspacesConfig(Section):
 
 
 class MetricsConfig(Section):
-    """`GET /metrics` (Prometheus text, apps/tasks/metrics_view.py): who may read it without an API token."""
+    """`GET /metrics` (Prometheus text, apps/tasks/doors/metrics_view.py): who may read it without an API token."""
 
     # Client addresses (or networks, e.g. 10.0.0.0/8) allowed without a token; others need
     # `Authorization: Bearer <token>` of a staff user (manage.py create_api_token).

@@ -1,6 +1,6 @@
 """apps.evolution services: what the rest of agentkit calls.
 
-- `evolution_schedule(task_id=, outcome=)`: at task end (apps/tasks/runner.py lifecycle hooks).
+- `evolution_schedule(task_id=, outcome=)`: at task end (apps/tasks/run/runner.py lifecycle hooks).
 - `planning_context(task=, config=)`: at task start, the volatile-block sections ("Pitfalls
   seen before" from `pitfalls_for_task`, and the approved prompt version for the target).
 - `evolve_task(task_id=, config=, agent_config=)`: the job itself (RQ, or `manage.py evolve

@@ -1,5 +1,5 @@
 """Runs a checked suite: at most `concurrency` tasks at a time, each through the chat's runner
-(`apps.tasks.runner.run_task`) in this process (executor inline) or on RQ workers (executor rq,
+(`apps.tasks.run.runner.run_task`) in this process (executor inline) or on RQ workers (executor rq,
 job `task-<id>` on the agent queue, awaited by polling its Task row).
 
 Ctrl-C: no further task starts, every running one is asked to cancel (the runner ends it
@@ -31,14 +31,14 @@ from apps.tasks.batch.outcomes import Outcome, outcome_of
 from apps.tasks.batch.review import auto_confirm
 from apps.tasks.batch.services import batch_label, batch_tasks_create, batch_workspace_copy
 from apps.tasks.batch.spec import Suite, TaskSpec
-from apps.tasks.db_threads import install as install_db_threads
-from apps.tasks.ending import publish_blocking, task_end_now
-from apps.tasks.event_writer import event_writer
-from apps.tasks.executors import SERVING_SWITCH_INTERVAL_SECONDS
-from apps.tasks.job_ids import current_job_id
+from apps.tasks.dispatch.job_ids import current_job_id
+from apps.tasks.events.ending import publish_blocking, task_end_now
+from apps.tasks.events.event_writer import event_writer
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus
-from apps.tasks.reaper import reaper_start
-from apps.tasks.runner import run_task
+from apps.tasks.run.db_threads import install as install_db_threads
+from apps.tasks.run.executors import SERVING_SWITCH_INTERVAL_SECONDS
+from apps.tasks.run.reaper import reaper_start
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError, task_request_cancel
 
 EXECUTORS = ("inline", "rq")
@@ -309,7 +309,7 @@ async def _cancel_all(state: _State, options: BatchOptions) -> None:
 
 # ── executor rq ────────────────────────────────────────────────────────────────────────────────
 def _enqueue(task_id: int, queue: str) -> None:
-    from apps.tasks.rq_submit import task_enqueue_rq
+    from apps.tasks.dispatch.rq_submit import task_enqueue_rq
 
     task_enqueue_rq(task_id=task_id, queue=queue)
 

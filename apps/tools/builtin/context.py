@@ -1,4 +1,4 @@
-"""What a builtin tool knows about the run it serves. Built by apps/tasks/runner.py (or by
+"""What a builtin tool knows about the run it serves. Built by apps/tasks/run/runner.py (or by
 `manage.py call_tool`), passed to every tool's constructor."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a run gets from the MCP servers (apps/tasks/engine_build.py calls these two).
+"""What a run gets from the MCP servers (apps/tasks/run/engine_build.py calls these two).
 
 `with_mcp_servers(agent_task, config)` — blocking, in the worker thread that prepares the run —
 starts the configured servers not yet started; a server that is unavailable is named, with why

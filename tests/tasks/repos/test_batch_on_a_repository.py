@@ -27,7 +27,7 @@ def test_run_tasks_on_a_repository_runs_tasks_in_parallel_on_their_own_branches(
     register = (
         "from django.contrib.auth.models import User; "
         "from apps.tasks.conf import agent_config; "
-        "from apps.tasks.workspaces import workspace_create_from_directory as make; "
+        "from apps.tasks.workspaces.workspaces import workspace_create_from_directory as make; "
         f"make(user=User.objects.get(username='admin'), name='repo', directory={str(checkout)!r},"
         " config=agent_config())"
     )

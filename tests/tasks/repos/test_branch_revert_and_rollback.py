@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from asgiref.sync import sync_to_async
 
-from apps.tasks.branch_snapshots import BranchSnapshots
-from apps.tasks.changes import changes_payload, task_revert
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from apps.tasks.services import ApplicationError
+from apps.tasks.vcs.branch_snapshots import BranchSnapshots
+from apps.tasks.workspaces.changes import changes_payload, task_revert
 from tests.tasks.factories import make_task
 from tests.tasks.repos.support import NOTES, git
 

@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from django.test import Client
 
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.runner import run_task
 from tests.tasks.factories import make_task, make_user
 from tests.tasks.repos.support import NOTES, config_text, git
 

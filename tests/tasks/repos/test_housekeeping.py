@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from apps.tasks.conf import agent_config
 from apps.tasks.models import Task
-from apps.tasks.reaper import expire_worktrees
-from apps.tasks.runner import run_task
-from apps.tasks.worktrees import task_worktree_ensure
+from apps.tasks.run.reaper import expire_worktrees
+from apps.tasks.run.runner import run_task
+from apps.tasks.vcs.worktrees import task_worktree_ensure
 from tests.tasks.factories import make_task
 from tests.tasks.repos.support import config_text, git
 
@@ -74,7 +74,7 @@ async def test_a_workspace_over_its_disk_cap_gets_no_new_worktree(repo, config_f
 
 
 async def test_tool_caches_left_in_the_worktree_are_not_committed(repo):
-    from apps.tasks.worktrees import task_commit
+    from apps.tasks.vcs.worktrees import task_commit
 
     user, _, workspace = repo
     _, task = await _run(user, workspace, "add ALPHA")
@@ -100,7 +100,7 @@ async def test_deleting_a_task_removes_its_worktree_and_keeps_its_branch(repo):
 async def test_host_git_never_follows_a_dot_git_file_the_model_rewrote(repo, tmp_path):
     """The worktree is the model's to write, `.git` included: a `.git` pointing at a repository
     of its making, whose config defines a filter that `git add` would run on the host."""
-    from apps.tasks.worktrees import task_commit
+    from apps.tasks.vcs.worktrees import task_commit
 
     user, _, workspace = repo
     _, task = await _run(user, workspace, "add ALPHA")
@@ -123,7 +123,7 @@ async def test_host_git_never_follows_a_dot_git_file_the_model_rewrote(repo, tmp
 
 async def test_a_follow_up_continues_an_expired_branch_and_starts_anew_after_a_merge(repo):
     from apps.tasks.models import Conversation
-    from apps.tasks.worktrees import worktree_remove
+    from apps.tasks.vcs.worktrees import worktree_remove
 
     user, client, workspace = repo
     thread = await sync_to_async(Conversation.objects.create)(user=user, workspace=workspace)

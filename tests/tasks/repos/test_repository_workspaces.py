@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from apps.tasks.git import redact
 from apps.tasks.models import Workspace
+from apps.tasks.vcs.git import redact
 from tests.tasks.factories import make_user
 from tests.tasks.repos.support import config_text, git
 
@@ -105,7 +105,7 @@ def test_credentials_never_survive_in_git_messages():
 
 
 def test_ssh_and_https_urls_pass_the_check():
-    from apps.tasks.repositories import check_clone_url
+    from apps.tasks.workspaces.repositories import check_clone_url
 
     for url in (
         "git@github.com:team/app.git",
@@ -116,7 +116,7 @@ def test_ssh_and_https_urls_pass_the_check():
 
 
 def test_the_push_credential_goes_through_git_s_environment_and_is_redacted(monkeypatch):
-    from apps.tasks.git import credential_env
+    from apps.tasks.vcs.git import credential_env
 
     monkeypatch.setenv("AGENTKIT_TEST_PUSH_TOKEN", "tok-123456")
     env, secrets = credential_env("https://example.org/r.git", "AGENTKIT_TEST_PUSH_TOKEN")

@@ -12,9 +12,9 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from apps.tasks.conf import agent_config, reload_agent_config
-from apps.tasks.engine_build import prepare_agent_task
 from apps.tasks.models import Task, TaskEvent
-from apps.tasks.runner import run_task
+from apps.tasks.run.engine_build import prepare_agent_task
+from apps.tasks.run.runner import run_task
 from apps.tools.mcp.manager import shutdown
 from tests.support import ROOT, VENV_BIN
 from tests.tasks.factories import make_task, make_user, make_workspace

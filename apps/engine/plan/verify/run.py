@@ -3,7 +3,7 @@ the network off.
 
 How the engine gets here (the only path it takes):
 
-    # apps/tasks/runner.py build_engine: one verifier per task, the workspace's and the skill's
+    # apps/tasks/run/runner.py build_engine: one verifier per task, the workspace's and the skill's
     # verification commands as spec commands
     verifier = answer_verifier(Verifier(sandbox, config.verification), root, spec_commands)
     engine = ReActEngine(gateway, tools, config, verifier=verifier, ...)

@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.tasks.bootstrap import bootstrap_run
 from apps.tasks.services import ApplicationError
-from apps.tasks.workspaces import workspace_reset_demo
+from apps.tasks.workspaces.workspaces import workspace_reset_demo
 
 
 class Command(BaseCommand):

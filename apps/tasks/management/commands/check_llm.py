@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.engine.config import ConfigError
 from apps.engine.llm import Gateway
 from apps.engine.llm.probe import PROBE_PROMPT, ProbeResult, probe_model, probe_structured
-from apps.tasks.agent_check import agent_check, agent_report
 from apps.tasks.conf import agent_config
+from apps.tasks.run.agent_check import agent_check, agent_report
 
 
 class Command(BaseCommand):

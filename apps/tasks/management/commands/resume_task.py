@@ -25,7 +25,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, task_id: int, force: bool, **options):
-        from apps.tasks.runner import run_task
+        from apps.tasks.run.runner import run_task
 
         task = Task.objects.filter(pk=task_id).first()
         if task is None:

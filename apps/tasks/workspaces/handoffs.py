@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from apps.tasks import git
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.services import ApplicationError
-from apps.tasks.worktrees import (
+from apps.tasks.vcs import git
+from apps.tasks.vcs.worktrees import (
     committer_env,
     repository_lock,
     timeout_of,

@@ -25,17 +25,17 @@ from apps.engine.task import AgentTask
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import close_open_reviews, record_missing_resolutions
 from apps.tasks import selectors
-from apps.tasks.cancel_watch import watch_cancel
 from apps.tasks.conf import agent_config
-from apps.tasks.engine_build import RunAborted, build_engine, build_team, prepare_agent_task
+from apps.tasks.dispatch.liveness import run_claim
+from apps.tasks.events.recorder import EventRecorder, StorageFailed
 from apps.tasks.failure import secrets_of
-from apps.tasks.liveness import run_claim
-from apps.tasks.llm_clients import http_client_acquire, http_client_release
 from apps.tasks.models import FINAL_STATUSES, Task
 from apps.tasks.ops.observe import ObservedGateway, RunObserver
-from apps.tasks.recorder import EventRecorder, StorageFailed
-from apps.tasks.run_branch import BranchCommitter, enter_worktree
-from apps.tasks.run_guard import (
+from apps.tasks.run.cancel_watch import watch_cancel
+from apps.tasks.run.engine_build import RunAborted, build_engine, build_team, prepare_agent_task
+from apps.tasks.run.llm_clients import http_client_acquire, http_client_release
+from apps.tasks.run.run_branch import BranchCommitter, enter_worktree
+from apps.tasks.run.run_guard import (
     DEFERRED,
     INTERNAL_ERROR,
     LOST,

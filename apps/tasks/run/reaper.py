@@ -39,14 +39,14 @@ from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.tasks.db_threads import install as install_db_threads
-from apps.tasks.deferral import stuck, wake
-from apps.tasks.ending import INTERRUPTED, publish, task_end_now
-from apps.tasks.job_ids import current_job_id
-from apps.tasks.liveness import stale_before
+from apps.tasks.dispatch.deferral import stuck, wake
+from apps.tasks.dispatch.job_ids import current_job_id
+from apps.tasks.dispatch.liveness import stale_before
+from apps.tasks.events.ending import INTERRUPTED, publish, task_end_now
 from apps.tasks.models import Task, TaskEvent, TaskStatus
 from apps.tasks.ops.metrics import REAPER_ACTIONS
 from apps.tasks.ops.retention import sweep as retention_sweep
+from apps.tasks.run.db_threads import install as install_db_threads
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +123,7 @@ def _hand_over(seen: Task) -> bool:
 
 def _why(task: Task) -> str:
     """The `task_resumed` reason of a take-over."""
-    from apps.tasks.liveness import orphan_after_seconds
+    from apps.tasks.dispatch.liveness import orphan_after_seconds
 
     return (
         "taken over automatically: the process running it stopped beating (no heartbeat for "
@@ -150,7 +150,7 @@ def _take_over(task: Task) -> str | None:
 def reap_one(task: Task) -> tuple[str, list[dict] | None] | None:
     """Blocking: end or hand over one orphan. Returns (what was done, the events written), or
     None when nothing was done (it waits in RQ's queue, or another process acted first)."""
-    from apps.tasks.executors import task_submit
+    from apps.tasks.run.executors import task_submit
 
     # No run holds it — never claimed, or handed over by a reaper — and its RQ job still waits
     # for a worker: a long queue is no dead run (the hand-over's heartbeat does not beat there).
@@ -211,7 +211,7 @@ def expire_worktrees(*, force: bool = False) -> list[int]:
     import time
 
     from apps.tasks.conf import agent_config
-    from apps.tasks.worktrees import worktrees_expire
+    from apps.tasks.vcs.worktrees import worktrees_expire
 
     if not force and time.monotonic() - _expired_at[0] < EXPIRE_EVERY_SECONDS:
         return []

@@ -24,9 +24,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.tasks.conf import agent_config
-from apps.tasks.liveness import beater, heartbeat_stale, stale_before
+from apps.tasks.dispatch.liveness import beater, heartbeat_stale, stale_before
+from apps.tasks.dispatch.rq_submit import task_enqueue_rq_many
 from apps.tasks.models import FINAL_STATUSES, Task
-from apps.tasks.rq_submit import task_enqueue_rq_many
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
-from apps.tasks.deferral import wake_behind
-from apps.tasks.local_delivery import deliver_local, task_group
+from apps.tasks.dispatch.deferral import wake_behind
+from apps.tasks.events.local_delivery import deliver_local, task_group
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent, TaskStatus
 
 log = logging.getLogger(__name__)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from django.http import HttpResponse, JsonResponse
 
-from apps.tasks import handoffs, selectors
-from apps.tasks.api import api_view, error
+from apps.tasks import selectors
 from apps.tasks.conf import agent_config
-from apps.tasks.git import GitError
+from apps.tasks.doors.api import api_view, error
+from apps.tasks.vcs.git import GitError
+from apps.tasks.workspaces import handoffs
 
 
 def _task(request, task_id: int):

@@ -26,14 +26,14 @@ from apps.evolution.services import planning_context
 from apps.evolution.services.retrieval import SECTION as PITFALLS_SECTION
 from apps.specs import checkpoints as spec_checkpoints
 from apps.specs.stage import spec_stage_for
-from apps.tasks.branch_snapshots import BranchSnapshots
+from apps.tasks.events.history import conversation_history
+from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.failure import internal_paths, salvager_for, secrets_of
-from apps.tasks.history import conversation_history
-from apps.tasks.lifecycle import RunnerHooks
 from apps.tasks.models import Task
-from apps.tasks.recorder import EventRecorder
 from apps.tasks.routing import RUNNABLE_MODES
-from apps.tasks.worktrees import task_root
+from apps.tasks.run.lifecycle import RunnerHooks
+from apps.tasks.vcs.branch_snapshots import BranchSnapshots
+from apps.tasks.vcs.worktrees import task_root
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 from apps.tools.builtin.repo_map import build_repo_map
@@ -107,7 +107,7 @@ def repository_map(
     """The workspace's repository map for the system prompt (blocking: a worker thread calls
     it); "" for direct_chat, with `repo_map.enabled: false`, or when it cannot be built.
     `repo_maps`: the maps built for the tasks prepared together with this one, by workspace
-    directory (tasks created in one batch, apps/tasks/intake.py, share their workspace's map)."""
+    directory (tasks created in one batch, apps/tasks/doors/intake.py, share their workspace's map)."""
     if mode == "direct_chat" or not config.repo_map.enabled:
         return ""
     root = task.workspace.root_dir

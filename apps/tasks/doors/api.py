@@ -11,9 +11,11 @@ from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.tasks import changes, executors, selectors, services
+from apps.tasks import selectors, services
 from apps.tasks.conf import agent_config
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
+from apps.tasks.workspaces import changes
 
 MAX_BODY_BYTES = 256 * 1024
 
@@ -119,7 +121,7 @@ def task_payload(task, user=None) -> dict:
 
         payload["resumable"] = task_interrupted(task)
     if task.status == "queued":  # one writer per workspace: whom it waits for (leases.py)
-        from apps.tasks.leases import waiting_for
+        from apps.tasks.dispatch.leases import waiting_for
 
         payload["waiting_for"] = waiting_for(task)
     return payload | failure_fields(task, user)
@@ -253,7 +255,7 @@ def task_changes(request, task_id: int):
         return error(404, "not_found", "task not found")
     payload = {"id": task.pk, "files": changes.changes_payload(task=task)}
     if task.branch:  # base...branch and its commits (handoffs.py)
-        from apps.tasks.handoffs import branch_changes
+        from apps.tasks.workspaces.handoffs import branch_changes
 
         payload["branch"] = branch_changes(task=task, config=agent_config())
     return JsonResponse(payload)

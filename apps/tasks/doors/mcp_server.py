@@ -1,7 +1,7 @@
 """agentkit as an MCP server: the tools another agent (Claude Code, Cursor, Codex, any MCP client)
 calls over `/mcp` (streamable HTTP; agentkit_site/mcp_endpoint.py mounts it and refuses a request
 without a valid bearer token). The same API tokens and the same per-user access as the JSON API
-(apps/tasks/api.py), through the same services: a task started here is a normal Task, in the
+(apps/tasks/doors/api.py), through the same services: a task started here is a normal Task, in the
 user's chat like any other.
 
 Tools: `list_workspaces`, `run_task {workspace, text, mode?}` (returns when the task ends or its
@@ -19,9 +19,10 @@ from asgiref.sync import sync_to_async
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from apps.tasks import executors, selectors, services
+from apps.tasks import selectors, services
 from apps.tasks.conf import agent_config
 from apps.tasks.models import FINAL_STATUSES
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 
 POLL_SECONDS = 0.5
@@ -91,8 +92,8 @@ def _status_of(task) -> dict[str, Any]:
 
 
 def _result_of(task) -> dict[str, Any]:
-    from apps.tasks import changes
-    from apps.tasks.api import task_payload
+    from apps.tasks.doors.api import task_payload
+    from apps.tasks.workspaces import changes
 
     payload = task_payload(task)
     files = changes.changes_payload(task=task)

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 
-from apps.tasks import executors, selectors
+from apps.tasks import selectors
 from apps.tasks.conf import agent_config
 from apps.tasks.creation import TaskRequest, task_create_many
-from apps.tasks.db_threads import RecyclingExecutor
+from apps.tasks.run import executors
+from apps.tasks.run.db_threads import RecyclingExecutor
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from apps.tasks.liveness import heartbeat_stale
+from apps.tasks.dispatch.liveness import heartbeat_stale
 from apps.tasks.models import FINAL_STATUSES, Task, TaskStatus, WorkspaceLease
 
 LEASED_MODES = frozenset({"react", "plan_exec", "team_collab"})

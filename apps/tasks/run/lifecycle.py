@@ -15,8 +15,8 @@ from apps.engine.task import TaskResult
 from apps.evolution.services import evolution_schedule
 from apps.specs.services import spec_finish_for_task
 from apps.tasks import selectors
+from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.models import FINAL_STATUSES, Task
-from apps.tasks.recorder import EventRecorder
 
 
 def finish_task(

@@ -17,9 +17,10 @@ from channels.exceptions import StopConsumer
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from apps.tasks import executors, selectors, services
-from apps.tasks.intake import intake
-from apps.tasks.local_delivery import delivered_any, follow, runs_on, task_group, unfollow
+from apps.tasks import selectors, services
+from apps.tasks.doors.intake import intake
+from apps.tasks.events.local_delivery import delivered_any, follow, runs_on, task_group, unfollow
+from apps.tasks.run import executors
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)

@@ -17,11 +17,11 @@ import logging
 
 from asgiref.sync import sync_to_async
 
-from apps.tasks.engine_build import RunAborted
-from apps.tasks.leases import LEASED_MODES
+from apps.tasks.dispatch.leases import LEASED_MODES
+from apps.tasks.events.recorder import EventRecorder
 from apps.tasks.models import Task
-from apps.tasks.recorder import EventRecorder
-from apps.tasks.worktrees import WorktreeRefused, task_commit, task_worktree_ensure
+from apps.tasks.run.engine_build import RunAborted
+from apps.tasks.vcs.worktrees import WorktreeRefused, task_commit, task_worktree_ensure
 
 log = logging.getLogger(__name__)
 

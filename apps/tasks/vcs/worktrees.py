@@ -32,8 +32,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
-from apps.tasks import git
 from apps.tasks.models import FINAL_STATUSES, Task, Workspace
+from apps.tasks.vcs import git
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from apps.engine.team.rollback import CommandOutcome, SnapshotError
-from apps.tasks import git
 from apps.tasks.models import Task
-from apps.tasks.worktrees import task_commit, timeout_of, worktree_env
+from apps.tasks.vcs import git
+from apps.tasks.vcs.worktrees import task_commit, timeout_of, worktree_env
 
 
 class BranchSnapshots:

@@ -9,8 +9,8 @@ import logging
 
 from django.conf import settings
 
-from apps.tasks.job_ids import next_job_ids
-from apps.tasks.queued import record_queued
+from apps.tasks.dispatch.job_ids import next_job_ids
+from apps.tasks.dispatch.queued import record_queued
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ import shutil
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from apps.tasks import git
 from apps.tasks.errors import ApplicationError
 from apps.tasks.models import Workspace
 from apps.tasks.services import workspace_create
+from apps.tasks.vcs import git
 
 _SCP = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!//)[^\s]+$")
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,200}(?<![./])$")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from apps.tasks.models import FINAL_STATUSES, Task, TaskEvent
 from apps.tasks.services import ApplicationError
-from apps.tasks.worktrees import task_commit, task_root
+from apps.tasks.vcs.worktrees import task_commit, task_root
 from apps.tools.builtin.paths import (
     PathRefusedError,
     decode_text,

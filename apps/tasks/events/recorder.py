@@ -48,10 +48,10 @@ from django.utils import timezone
 
 from apps.engine.config import AgentkitConfig, StreamingConfig
 from apps.specs.checkpoints import RESUMABLE_MODES
-from apps.tasks.event_writer import submit_events
+from apps.tasks.events.event_writer import submit_events
+from apps.tasks.events.group_publish import group_publisher
+from apps.tasks.events.local_delivery import deliver_local, task_group
 from apps.tasks.failure import internal_paths, scrub_event, secrets_of
-from apps.tasks.group_publish import group_publisher
-from apps.tasks.local_delivery import deliver_local, task_group
 from apps.tasks.models import Task, TaskEvent
 
 log = logging.getLogger(__name__)

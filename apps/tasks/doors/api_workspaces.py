@@ -9,10 +9,10 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from apps.tasks import selectors
-from apps.tasks import workspaces as workspace_services
-from apps.tasks.api import _json_body, api_view
 from apps.tasks.conf import agent_config
+from apps.tasks.doors.api import _json_body, api_view
 from apps.tasks.services import ApplicationError
+from apps.tasks.workspaces import workspaces as workspace_services
 
 
 @api_view(("GET", "POST"))

@@ -22,10 +22,8 @@ from apps.engine.events import ErrorStruct
 from apps.engine.loop.cancellation import CancellationToken
 from apps.engine.task import TaskResult
 from apps.specs.stage import close_open_reviews
-from apps.tasks.deferral import defer, wake_behind
-from apps.tasks.ending import STORAGE_ERROR, publish, task_end_now
-from apps.tasks.failure import scrub_struct
-from apps.tasks.leases import (
+from apps.tasks.dispatch.deferral import defer, wake_behind
+from apps.tasks.dispatch.leases import (
     LEASED_MODES,
     Waiting,
     earlier_turn,
@@ -34,10 +32,12 @@ from apps.tasks.leases import (
     run_ended,
     wait_for_release,
 )
-from apps.tasks.lifecycle import finish_task, run_to_completion
-from apps.tasks.liveness import run_claim, run_release
+from apps.tasks.dispatch.liveness import run_claim, run_release
+from apps.tasks.events.ending import STORAGE_ERROR, publish, task_end_now
+from apps.tasks.events.recorder import EventRecorder, StorageFailed
+from apps.tasks.failure import scrub_struct
 from apps.tasks.models import Task
-from apps.tasks.recorder import EventRecorder, StorageFailed
+from apps.tasks.run.lifecycle import finish_task, run_to_completion
 
 log = logging.getLogger(__name__)
 

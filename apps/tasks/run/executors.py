@@ -18,9 +18,9 @@ from django.conf import settings
 from django.db import transaction
 
 from apps.tasks.conf import agent_config
-from apps.tasks.local_delivery import local_run_ended, local_run_started
-from apps.tasks.queued import QueuedOpening
-from apps.tasks.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
+from apps.tasks.dispatch.queued import QueuedOpening
+from apps.tasks.dispatch.rq_submit import rq_queue, task_enqueue_rq, task_enqueue_rq_many  # noqa: F401 (its API)
+from apps.tasks.events.local_delivery import local_run_ended, local_run_started
 from apps.tasks.services import ApplicationError
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def _review_wait(config) -> float:
 
 def task_submit_many(*, tasks: list, recorded: bool = False) -> dict[int, list[dict]]:
     """task_submit for tasks that a worker thread of the serving loop created together, outside
-    a transaction (apps/tasks/intake.py). Inline: every run is prepared here first (the tasks
+    a transaction (apps/tasks/doors/intake.py). Inline: every run is prepared here first (the tasks
     share their workspaces' repository maps), then they start together on the loop: preparing
     the later ones while the first already ran would make them compete with those runs for the
     interpreter, and the last would start much later. rq: their queued events in one
@@ -100,7 +100,7 @@ def task_submit_many(*, tasks: list, recorded: bool = False) -> dict[int, list[d
         for task in tasks:
             task_submit(task_id=task.pk)
         return {}
-    from apps.tasks.runner import prepare_run
+    from apps.tasks.run.runner import prepare_run
 
     built: dict = {}
     prepared = [(task.pk, prepare_run(task.pk, task, built)) for task in tasks]
@@ -126,7 +126,7 @@ def warm_up() -> None:
     if agent_config().executor.kind != "inline":
         return
     from apps.engine.sandbox import Sandbox
-    from apps.tasks import runner  # noqa: F401
+    from apps.tasks.run import runner  # noqa: F401
     from apps.tools.builtin.registry import available_tool_names
 
     available_tool_names()  # imports every tool module
@@ -185,7 +185,7 @@ def _serving_loop() -> asyncio.AbstractEventLoop | None:
 
 def _spawn(task_id: int, prepared=None, reason: str | None = None) -> None:
     """On the serving loop: run the task as an asyncio task, kept referenced until done."""
-    from apps.tasks.runner import run_task
+    from apps.tasks.run.runner import run_task
 
     local_run_started(task_id)  # this process's sockets get its events directly
     # A fresh context: the task must not inherit the submitting request's context variables
@@ -204,7 +204,7 @@ def _start_inline(task_id: int, reason: str | None = None) -> None:
     loop = _serving_loop()
     if loop is None:
         # No server loop (a management command, a plain script): a thread with its own loop.
-        from apps.tasks.runner import run_task
+        from apps.tasks.run.runner import run_task
 
         threading.Thread(
             target=lambda: asyncio.run(run_task(task_id, resume_reason=reason)),

@@ -22,8 +22,8 @@ from pathlib import Path, PurePosixPath
 from django.db import transaction
 
 from apps.tasks.models import Task, TaskStatus, Workspace
-from apps.tasks.repositories import repository_base, workspace_clone
 from apps.tasks.services import ApplicationError, install_demo_project, workspace_create
+from apps.tasks.workspaces.repositories import repository_base, workspace_clone
 
 CHUNK = 64 * 1024
 
