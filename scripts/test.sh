@@ -4,7 +4,7 @@
 # ends with its ten slowest tests. Stops what it started, also on failure.
 # AGENTKIT_TEST_WORKERS=N: N worker processes for the unit and integration tests (default: twice
 # the CPU cores, at least 2, at most 16: most of them wait on subprocesses, sockets and timers,
-# not on a CPU); AGENTKIT_TEST_E2E_WORKERS=N for the browser tests (default: the CPU cores).
+# not on a CPU); AGENTKIT_TEST_E2E_WORKERS=N for the browser tests (default: 1).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -29,8 +29,10 @@ CORES="$(nproc 2>/dev/null || echo 2)"
 WORKERS="${AGENTKIT_TEST_WORKERS:-$(( CORES * 2 ))}"
 [ "$WORKERS" -ge 2 ] 2>/dev/null || WORKERS=2
 [ "$WORKERS" -le 16 ] || WORKERS=16
-# The browser tests keep the CPUs busy themselves (Chromium, Daphne): one worker per core.
-E2E_WORKERS="${AGENTKIT_TEST_E2E_WORKERS:-$CORES}"
+# The browser tests keep the CPUs busy themselves (Chromium, Daphne): one at a time. Two at once
+# on 2 cores saved about 3 minutes but made timing-bound page checks flaky (four of 48 failed
+# once), so that stays opt-in until those checks are made robust (issue 42).
+E2E_WORKERS="${AGENTKIT_TEST_E2E_WORKERS:-1}"
 [ "$E2E_WORKERS" -ge 1 ] 2>/dev/null || E2E_WORKERS=1
 # --dist loadfile: a module's tests stay on one worker, in order (module-scoped servers and
 # databases are made once); tests/conftest.py puts modules with `slow` tests first.
