@@ -45,7 +45,6 @@ from apps.engine.context.compressor import Compressor
 from apps.engine.events import Event, tool_call_data, tool_result_data
 from apps.engine.failure import recovery, structs
 from apps.engine.llm.errors import ContextWindowError, LLMError
-from apps.engine.llm.gateway import estimated_usage
 from apps.engine.llm.types import ChatRequest, ChatResponse, Message, ToolCall
 from apps.engine.loop import acceptance
 from apps.engine.loop import setup as run_setup
@@ -220,6 +219,7 @@ class ReActEngine:
                         except StopAsyncIteration:
                             raise RuntimeError(_NO_RESPONSE) from None
                         if delta.restart:  # the call is being retried: the text so far is void
+                            watch.restart()
                             batcher.discard()
                             thoughts.discard()
                             if shown:
@@ -234,7 +234,7 @@ class ReActEngine:
                             if text := thoughts.push(delta.reasoning):
                                 thought = True
                                 yield run.event_of("reasoning", {"step": run.steps, "text": text})
-                            watch.tick()
+                            watch.tick(delta.reasoning)
                         else:
                             if thought and (rest := thoughts.flush()):  # reasoning comes first
                                 yield run.event_of("reasoning", {"step": run.steps, "text": rest})
@@ -242,7 +242,9 @@ class ReActEngine:
                                 shown = True
                                 yield run.event_of("token", {"step": run.steps, "text": text})
                             watch.push(delta.text)
-                except Exception:
+                except Exception as exc:  # cut, out of time, cancelled, a broken stream
+                    if not isinstance(exc, Cut) and (watch.arrived or isinstance(exc, Finished)):
+                        _count(run, watch.partial(request))  # the prompt sent, the text so far
                     if rest := thoughts.flush():
                         yield run.event_of("reasoning", {"step": run.steps, "text": rest})
                     if rest := batcher.flush():  # show what did arrive before the failure
@@ -331,9 +333,7 @@ class ReActEngine:
                 run.messages.extend(redirect.messages)
             except Cut as cut:  # rambling or too slow: what arrived is its reply, and it is told
                 run.cuts += 1
-                cut_reply = ChatResponse(content=watch.text)
-                cut_reply.usage = estimated_usage(request, cut_reply)  # no usage came: estimated
-                _count(run, cut_reply)
+                _count(run, watch.partial(request))  # no usage came: estimated from the text
                 if run.cuts >= MAX_CUTS:
                     raise RunawayStopped(watch.text, runaway_error(cut)) from None
                 warning = runaway_error(cut, warning=True).model_dump()

@@ -4,13 +4,19 @@ silent server is bounded by `llm.timeout.read` between bytes) and a repetition
 guard on the streamed text (`react.repetition_guard`: the same line, or the same stretch of
 text, over and over). Either stops the stream; the loop (react.py) keeps what arrived as the
 model's reply, tells the model why it was cut, and takes another step — the second cut of a run
-ends it (`runaway_output`)."""
+ends it (`runaway_output`).
+
+A call that ends without its reply — cut here, stopped by the run's wall time or a cancel, or a
+stream broken after text arrived — still counts: `StepWatch.partial` is the reply so far, its
+usage estimated from the text (marked `estimated`), so a run that timed out never reads 0 tokens."""
 
 from __future__ import annotations
 
 import time
 
 from apps.engine.events import ErrorStruct
+from apps.engine.llm.gateway import estimated_usage
+from apps.engine.llm.types import ChatRequest, ChatResponse
 
 SAME_LINES = 8  # this many identical non-empty lines in a row
 REPEATS = 4  # a stretch of text this many times in a row at the end
@@ -32,13 +38,14 @@ class Cut(Exception):
 class StepWatch:
     """One model call's watch: the text so far, its wall clock, the repetition check."""
 
-    __slots__ = ("_checked", "_parts", "_size", "guard", "limit", "started")
+    __slots__ = ("_checked", "_parts", "_reasoning", "_size", "guard", "limit", "started")
 
     def __init__(self, limit: float | None, guard: bool = True):
         self.limit = limit
         self.guard = guard
         self.started = time.monotonic()
         self._parts: list[str] = []
+        self._reasoning: list[str] = []
         self._size = 0
         self._checked = 0
 
@@ -46,10 +53,30 @@ class StepWatch:
     def text(self) -> str:
         return "".join(self._parts)
 
-    def tick(self) -> None:
-        """A piece arrived (text or reasoning): Cut when the step is over its time."""
+    @property
+    def arrived(self) -> bool:
+        """Whether any text or reasoning of the (current attempt of the) call arrived."""
+        return bool(self._parts or self._reasoning)
+
+    def tick(self, reasoning: str = "") -> None:
+        """Reasoning arrived: kept for the usage; Cut when the step is over its time."""
+        if reasoning:
+            self._reasoning.append(reasoning)
         if self.limit is not None and time.monotonic() - self.started > self.limit:
             raise self._too_slow()
+
+    def restart(self) -> None:
+        """The call is being retried: the text so far is void (the clock runs on)."""
+        self._parts.clear()
+        self._reasoning.clear()
+        self._size = self._checked = 0
+
+    def partial(self, request: ChatRequest) -> ChatResponse:
+        """The reply so far as a response whose usage is estimated from the text: the prompt
+        sent and the text received (the server's usage block comes only at the end)."""
+        reply = ChatResponse(content=self.text, reasoning="".join(self._reasoning))
+        reply.usage = estimated_usage(request, reply)
+        return reply
 
     def push(self, text: str) -> None:
         """Add streamed text; raises Cut when it repeats itself or the step is over its time."""
