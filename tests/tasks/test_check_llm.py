@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +188,9 @@ def test_agent_check_passes_when_the_model_fixes_the_bug_with_valid_tool_calls(t
     assert "cost           input " in out and "$0.0" in out
     assert "PASS: main works as an agent here." in out
     assert "step 1: calls read_file" in out and "step 2: calls str_replace_editor" in out
+    # each call shown as it streamed, then its step with the call's speed
+    assert '[tool call] read_file {"path": "calc.py"}' in out
+    assert re.search(r"step 1: calls read_file \(\d+ tokens in [\d.]+ s, [\d.]+ tokens/s\)", out)
     assert "tool_choice    recommended: auto" in out
     assert len(sent) == 4  # the engine's calls went to the fake, nothing else
 
@@ -201,6 +208,8 @@ def test_agent_check_reports_a_model_that_never_calls_tools(tmp_path):
     assert "never called a tool" in result.stderr  # the CommandError says it too
     assert report["recommended_tool_choice"] == "required"
     assert report["stopped_because"].startswith("no tool call")
+    assert "models.main.tool_choice: required" in report["stopped_because"]
+    assert report["tokens_per_second"] > 0
 
 
 def test_agent_check_names_a_rambling_model_as_the_cause(tmp_path):
@@ -249,3 +258,62 @@ def test_reports_the_structured_output_path_the_alias_uses(tmp_path):
         assert sum("response_format" in body for body in bodies) == 1  # never retried
         text = check_llm(tmp_path, config)
         assert "structured output  tool" in text.stdout
+
+
+# About 250 tokens of text that never repeats, streamed at 20 tokens/s: every step is cut by a
+# 1.5 s step wall limit long before the text ends.
+SLOW_WORDS = " ".join(f"pondering{i} the average and its divisor;" for i in range(100))
+
+
+def test_agent_check_streams_the_model_s_text_while_the_step_runs_and_names_slowness(tmp_path):
+    """The streamed text is printed as it arrives, well before the step's own line (the cut);
+    the cause names the speed measured and the step's wall limit."""
+    config = {
+        "models": {"main": {"provider": "openai", "model": "slow-fake"}},
+        "llm": {"main": "main", "retries": {"max_attempts": 1}},
+        "react": {"step_wall_seconds": 1.5},
+    }
+    seen: list[tuple[float, bytes]] = []
+    with FakeLLMServer([{"text": SLOW_WORDS, "repeat": True}], tokens_per_second=20) as server:
+        config["models"]["main"]["base_url"] = server.openai_base_url
+        path = tmp_path / "agentkit.yaml"
+        path.write_text(yaml.safe_dump(config))
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "check_llm", "--agent"],
+            cwd=ROOT,
+            env=server_env(tmp_path, AGENTKIT_CONFIG=str(path)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+        def read() -> None:  # each piece of output with the time it came
+            while piece := os.read(process.stdout.fileno(), 65536):
+                seen.append((time.monotonic(), piece))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        try:
+            process.wait(timeout=90)
+        finally:
+            process.kill()
+            reader.join(timeout=10)
+            stderr = process.stderr.read().decode()
+            process.stderr.close()
+            process.stdout.close()
+
+    def first(text: str) -> float:
+        so_far = b""
+        for at, piece in seen:
+            so_far += piece
+            if text.encode() in so_far:
+                return at
+        raise AssertionError(f"{text!r} never printed: {so_far.decode()}\n{stderr}")
+
+    out = b"".join(piece for _, piece in seen).decode()
+    assert process.returncode != 0
+    assert "model> pondering0 the average" in out  # the model's own words, streamed
+    assert first("step 1: runaway_output") - first("pondering0") >= 0.8  # before the step ended
+    stopped = next(line for line in out.splitlines() if line.startswith("  stopped"))
+    assert "too slow" in stopped and "tokens/s" in stopped
+    assert "1.5 s (react.step_wall_seconds)" in stopped
+    assert "tool_choice    recommended: required" in out

@@ -276,6 +276,9 @@ class Gateway:
                                 elif delta.reasoning:  # shown, never sent back: storable too
                                     emitted = True
                                     yield StreamDelta(reasoning=storable(delta.reasoning))
+                                elif delta.call:  # a tool call's progress, for the wall limit
+                                    emitted = True
+                                    yield delta
                                 continue
                             if held := pieces.end():  # a half surrogate the stream ended on
                                 yield StreamDelta(text=held)

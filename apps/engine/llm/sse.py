@@ -235,6 +235,25 @@ class StreamSnapshot:
     thinking: dict[int, ThinkingDraft] = field(default_factory=dict)  # by block index
     reasoning_parts: list[str] = field(default_factory=list)
     unsent_reasoning: list[str] = field(default_factory=list)  # not yet given out as a delta
+    # tool calls given out as `call` deltas so far: by key, argument parts sent (-1: not named)
+    calls_sent: dict[int | str, int] = field(default_factory=dict)
+
+    def take_calls(self) -> str:
+        """The tool calls' progress since the last take: a call's name once it is known (a
+        line of its own), then its argument text as it grows."""
+        pieces = []
+        for key, draft in self.tool_calls.items():
+            sent = self.calls_sent.get(key, -1)
+            if sent < 0:
+                if not draft.name:
+                    continue
+                pieces.append(f"\n{draft.name} ")
+                sent = 0
+            if len(draft.argument_parts) > sent:
+                pieces.extend(draft.argument_parts[sent:])
+                sent = len(draft.argument_parts)
+            self.calls_sent[key] = sent
+        return "".join(pieces)
 
     def add_reasoning(self, text: str) -> None:
         """Reasoning text (thinking deltas, `reasoning_content`): kept for the response, and

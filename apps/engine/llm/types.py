@@ -206,9 +206,14 @@ class StreamDelta:
     `restart=True` (no text, no response) means the call failed after some text was streamed and
     is being retried or handed to a fallback model: drop the text shown so far. The final
     `response` is always the whole answer of the attempt that succeeded.
+
+    `call`: a tool call as it streams — its name as it starts, then its argument text — for
+    progress only (the wall limit, `check_llm --agent`'s live view); never text, and the calls
+    themselves come whole in `response`.
     """
 
     text: str = ""
     response: ChatResponse | None = None
     restart: bool = False
     reasoning: str = ""
+    call: str = ""

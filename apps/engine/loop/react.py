@@ -235,6 +235,8 @@ class ReActEngine:
                                 thought = True
                                 yield run.event_of("reasoning", {"step": run.steps, "text": text})
                             watch.tick(delta.reasoning)
+                        elif delta.call:  # a tool call streaming: its time counts, not shown
+                            watch.tick(delta.call)
                         else:
                             if thought and (rest := thoughts.flush()):  # reasoning comes first
                                 yield run.event_of("reasoning", {"step": run.steps, "text": rest})

@@ -59,7 +59,8 @@ class StepWatch:
         return bool(self._parts or self._reasoning)
 
     def tick(self, reasoning: str = "") -> None:
-        """Reasoning arrived: kept for the usage; Cut when the step is over its time."""
+        """Reasoning or a tool call's text arrived: kept for the usage (not checked for
+        repetition); Cut when the step is over its time."""
         if reasoning:
             self._reasoning.append(reasoning)
         if self.limit is not None and time.monotonic() - self.started > self.limit:

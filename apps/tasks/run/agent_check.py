@@ -10,6 +10,12 @@ workspace row; the directory is removed afterwards.
 Judged plainly, each with what to do when it fails: did the model call tools, with valid
 arguments; did it change `calc.py` (and leave the test alone); does the test pass — run once
 more in the sandbox after the run, whatever the model said —; and at what cost (tokens, $).
+
+While it runs, every model call's text is shown as it arrives, and each step's line carries the
+call's speed (agent_live.py). When the run stops without the work done, `stopped_because` names
+the cause in words: too slow (tokens/s measured, and the step's wall limit: STEP_SECONDS here at
+most, below the run's MAX_SECONDS so a slow step is named as such), rambling (the repetition
+guard, loop/runaway.py), or no tool call (and the `tool_choice` to set).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from apps.engine.plan.verify.run import Verifier
 from apps.engine.sandbox import Sandbox, SandboxUnavailable
 from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
+from apps.tasks.run.agent_live import LiveCalls
 from apps.tools.builtin.context import ToolContext
 from apps.tools.builtin.registry import available_tool_names, build_tools
 
@@ -54,6 +61,7 @@ GOAL = (
 TEST_COMMAND = "pytest -q test_calc.py"
 MAX_STEPS = 12
 MAX_SECONDS = 300.0
+STEP_SECONDS = 120.0  # one model call's wall limit at most (react.step_wall_seconds)
 # A tool result with one of these codes means the model's call itself was wrong (tools.py).
 INVALID_CALL_CODES = frozenset({"tool_call_invalid", "schema_mismatch", "unknown_tool"})
 
@@ -80,6 +88,8 @@ class AgentCheck:
     tool_choice: str = "auto"  # the alias's setting during the check
     recommended_tool_choice: str = ""  # auto | required, for models.<alias>.tool_choice
     stopped_because: str = ""  # the cause in words when the run did not do the work
+    step_wall_seconds: float | None = None  # one model call's wall limit in this check
+    tokens_per_second: float = 0.0  # the model's output speed over the check's calls
 
     @property
     def ok(self) -> bool:
@@ -92,13 +102,13 @@ class AgentCheck:
 class _OneAlias:
     """The gateway on one alias, without its fallbacks (the engine's ModelClient port)."""
 
-    def __init__(self, gateway: Gateway, alias: str):
-        self.gateway, self.alias = gateway, alias
+    def __init__(self, gateway: Gateway, alias: str, live: LiveCalls):
+        self.gateway, self.alias, self.live = gateway, alias, live
 
     def stream(
         self, request: ChatRequest, *, model: str | None = None
     ) -> AsyncIterator[StreamDelta]:
-        return self.gateway.stream(request, model=self.alias, fallbacks=False)
+        return self.live.watch(self.gateway.stream(request, model=self.alias, fallbacks=False))
 
 
 def _check_config(config: AgentkitConfig) -> AgentkitConfig:
@@ -107,6 +117,7 @@ def _check_config(config: AgentkitConfig) -> AgentkitConfig:
         update={
             "max_steps": min(config.react.max_steps, MAX_STEPS),
             "max_wall_seconds": min(config.react.max_wall_seconds, MAX_SECONDS),
+            "step_wall_seconds": min(config.react.step_wall_seconds or STEP_SECONDS, STEP_SECONDS),
         }
     )
     return config.model_copy(update={"react": react})
@@ -120,12 +131,15 @@ async def agent_check(
     progress: Callable[[str], None] | None = None,
 ) -> AgentCheck:
     """Run the check on `alias` and judge it. `gateway`: share one (tests); else one is made.
-    `progress`: called with one line per step as the run goes (the command prints them)."""
+    `progress`: called with text to print as the run goes — the model's text as it arrives, a
+    line per step — newlines included (the command writes it as it is)."""
     model = config.models[alias]
     check = AgentCheck(
         alias=alias, provider=model.provider, model=model.model, tool_choice=model.tool_choice
     )
     config = _check_config(config)
+    check.step_wall_seconds = config.react.step_wall_seconds
+    live = LiveCalls(progress)
     with tempfile.TemporaryDirectory(prefix="agentkit-check-") as folder:
         root = Path(folder)
         for name, text in WORKSPACE.items():
@@ -148,14 +162,17 @@ async def agent_check(
         gateway = gateway or Gateway(config)
         started = time.monotonic()
         try:
-            engine = ReActEngine(_OneAlias(gateway, alias), tools, config)
+            engine = ReActEngine(_OneAlias(gateway, alias, live), tools, config)
             async with aclosing(engine.run(task)) as events:
                 async for event in events:
                     _note(check, event.type, event.data)
                     if progress is not None and (line := _progress_line(event.type, event.data)):
-                        progress(line)
+                        progress(line + live.take() + "\n")
         finally:
             check.seconds = round(time.monotonic() - started, 2)
+            if measures := live.measures:
+                seconds = sum(m.seconds for m in measures)
+                check.tokens_per_second = round(sum(m.tokens for m in measures) / seconds, 1)
             if owned:
                 await gateway.aclose()
         code = (root / "calc.py").read_text(encoding="utf-8")
@@ -172,7 +189,8 @@ async def agent_check(
         else:
             check.test_passed = result.passed
             check.test_summary = _test_summary(result)
-    check.recommended_tool_choice, check.stopped_because = _advice(check)
+    last = str(live.measures[-1]) if live.measures else "no model call"
+    check.recommended_tool_choice, check.stopped_because = _advice(check, last)
     check.problems = _problems(check)
     return check
 
@@ -190,19 +208,30 @@ def _progress_line(kind: str, data: dict[str, Any]) -> str:
     return ""
 
 
-def _advice(check: AgentCheck) -> tuple[str, str]:
-    """(the tool_choice to configure, why the run stopped without doing the work or "")."""
+def _advice(check: AgentCheck, last_call: str) -> tuple[str, str]:
+    """(the tool_choice to configure, why the run stopped without doing the work or "").
+    `last_call`: the last model call's measure (tokens, seconds, tokens/s)."""
     recommended = "auto" if check.tool_calls and not check.invalid_calls else "required"
-    if check.tool_choice == "required" and not check.tool_calls:
-        recommended = "required"  # already: the model or the server is the limit
+    limit = f"{check.step_wall_seconds:g} s" if check.step_wall_seconds else "no limit"
     cause = ""
     if check.cuts:
         cause = check.cuts[-1]
+        if cause.startswith("rambling"):
+            cause = f"{cause.rstrip('.')}; the last call: {last_call}"
     elif check.error.startswith("wall_time_exceeded"):
-        cause = f"too slow: {check.error}"
+        cause = (
+            f"too slow: the check's {MAX_SECONDS:g} s ran out ({check.error}); the last model "
+            f"call: {last_call}; one step may take {limit} (react.step_wall_seconds)"
+        )
     elif not check.tool_calls:
-        cause = "no tool call: the model answered in prose only"
-    return recommended, cause
+        cause = "no tool call: the model answered in prose only; " + (
+            "set models.<alias>.tool_choice: required, so the server makes every step a tool "
+            "call (by grammar, where it can)"
+            if check.tool_choice != "required"
+            else "even with tool_choice: required, so the server does not enforce it: use a "
+            "server that constrains tool calls (llama.cpp with --jinja) or a stronger model"
+        )
+    return recommended, cause.replace("<alias>", check.alias)
 
 
 def _test_summary(result: VerificationResult) -> str:

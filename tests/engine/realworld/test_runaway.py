@@ -3,9 +3,16 @@ wall limit stop the stream, tell the model, and end the run at the second cut.""
 
 from __future__ import annotations
 
+import pytest
+
+from apps.engine.llm import Gateway
+from apps.engine.loop.react import ReActEngine
 from apps.engine.loop.runaway import repetition
 from apps.engine.task import AgentTask
+from apps.engine.tools import ToolSet
 from tests.engine.helpers import EchoTool, collect, config, of_type, scripted_engine
+from tests.engine.llm.conftest import ask, config_for
+from tests.fakes.llm_server import FakeLLMServer
 
 RAMBLE = "The launch code was:\n\n```\n" + "#\n" * 40
 
@@ -66,3 +73,44 @@ async def test_with_the_failure_chain_it_is_still_runaway_output_not_a_bug():
     events = await collect(engine, AgentTask(1, "what is the code?", mode="react"))
     assert events[-1].data["status"] == "failed"
     assert events[-1].data["error"]["error_code"] == "runaway_output"
+
+
+# ── tool calls as they stream (StreamDelta.call) ──────────────────────────────────────────────
+LONG_CALL = {
+    "tool_calls": [
+        {"name": "echo", "arguments": {"text": " ".join(f"word{i}" for i in range(200))}}
+    ],
+    "repeat": True,
+}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_tool_call_streams_as_call_deltas_before_the_reply(provider):
+    with FakeLLMServer([LONG_CALL], tokens_per_second=2000) as server:
+        async with Gateway(config_for(server, {"main": provider}, attempts=1)) as gateway:
+            deltas = [d async for d in gateway.stream(ask("echo", tools=(EchoTool().spec(),)))]
+    calls = [d.call for d in deltas if d.call]
+    assert len(calls) > 3 and deltas[-1].response is not None
+    assert not any(d.text for d in deltas)  # never shown as the reply's text
+    streamed = "".join(calls)
+    assert streamed.startswith("\necho ") and "word199" in streamed
+    (call,) = deltas[-1].response.tool_calls
+    assert streamed == f"\necho {call.raw_arguments}"
+
+
+async def test_a_slow_tool_call_is_cut_by_the_step_wall_limit():
+    """A model that writes its tool call slowly (a small model under tool_choice: required)
+    is held to react.step_wall_seconds as one writing text is."""
+    with FakeLLMServer([LONG_CALL], tokens_per_second=60, usage_block=False) as server:
+        cfg = config_for(server, {"main": "openai"}, attempts=1)
+        react = cfg.react.model_copy(update={"step_wall_seconds": 0.5})
+        cfg = cfg.model_copy(update={"react": react})
+        async with Gateway(cfg) as gateway:
+            engine = ReActEngine(gateway, ToolSet([EchoTool()]), cfg)
+            events = await collect(engine, AgentTask(1, "echo the words", mode="react"))
+    assert not of_type(events, "tool_call")  # cut before the call was whole
+    finished = events[-1].data
+    assert finished["status"] == "failed"
+    assert finished["error"]["error_code"] == "runaway_output"
+    assert "step_wall_seconds" in finished["error"]["message"]
+    assert finished["usage"]["output_tokens"] > 0 and finished["usage"]["estimated"]

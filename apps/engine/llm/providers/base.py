@@ -191,6 +191,8 @@ class HTTPProvider:
                             yield StreamDelta(reasoning=snapshot.take_reasoning())
                         if text:
                             yield StreamDelta(text=text)
+                        elif snapshot.tool_calls and (calling := snapshot.take_calls()):
+                            yield StreamDelta(call=calling)
                 for event in decoder.flush():
                     text = self._accumulate(event, snapshot, scrub)
                     if text:

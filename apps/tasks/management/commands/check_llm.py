@@ -16,7 +16,9 @@ class Command(BaseCommand):
         "reply, usage (cached tokens included), time to first token and total latency. Exits "
         "non-zero when any alias fails. With --agent: run one tiny agent task (fix a one-line "
         "bug so a test passes) on llm.main or --model, and report whether the model called "
-        "tools with valid arguments, fixed the bug and passed the test, at what cost."
+        "tools with valid arguments, fixed the bug and passed the test, at what cost; the model's "
+        "text streams as it arrives, and a run that stops names the cause (too slow, with its "
+        "tokens/s; rambling; no tool call)."
     )
     requires_system_checks = []  # reports configuration problems itself, in one line each
 
@@ -68,8 +70,10 @@ class Command(BaseCommand):
                 f"so a test passes ...",
             )
             self.stdout.flush()
-        progress = (
-            None if as_json else (lambda line: (self.stdout.write(line), self.stdout.flush()))
+        progress = (  # the model's text as it arrives, a line per step
+            None
+            if as_json
+            else (lambda text: (self.stdout.write(text, ending=""), self.stdout.flush()))
         )
         check = asyncio.run(agent_check(config, alias, progress=progress))
         if as_json:
