@@ -190,7 +190,8 @@ def test_agent_check_passes_when_the_model_fixes_the_bug_with_valid_tool_calls(t
     assert "step 1: calls read_file" in out and "step 2: calls str_replace_editor" in out
     # each call shown as it streamed, then its step with the call's speed
     assert '[tool call] read_file {"path": "calc.py"}' in out
-    assert re.search(r"step 1: calls read_file \(\d+ tokens in [\d.]+ s, [\d.]+ tokens/s\)", out)
+    measure = r"\d+ tokens in [\d.]+ s: the first after [\d.]+ s, then [\d.]+ tokens/s"
+    assert re.search(rf"step 1: calls read_file \({measure}\)", out)
     assert "tool_choice    recommended: auto" in out
     assert len(sent) == 4  # the engine's calls went to the fake, nothing else
 
@@ -316,4 +317,5 @@ def test_agent_check_streams_the_model_s_text_while_the_step_runs_and_names_slow
     stopped = next(line for line in out.splitlines() if line.startswith("  stopped"))
     assert "too slow" in stopped and "tokens/s" in stopped
     assert "1.5 s (react.step_wall_seconds)" in stopped
+    assert re.search(r"\(the first after \d+ s\), [\d.]+ tokens/s", stopped)  # prompt, then text
     assert "tool_choice    recommended: required" in out

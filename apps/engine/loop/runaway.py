@@ -38,12 +38,13 @@ class Cut(Exception):
 class StepWatch:
     """One model call's watch: the text so far, its wall clock, the repetition check."""
 
-    __slots__ = ("_checked", "_parts", "_reasoning", "_size", "guard", "limit", "started")
+    __slots__ = ("_checked", "_parts", "_reasoning", "_size", "first", "guard", "limit", "started")
 
     def __init__(self, limit: float | None, guard: bool = True):
         self.limit = limit
         self.guard = guard
         self.started = time.monotonic()
+        self.first: float | None = None  # when the first piece arrived (the prompt was read)
         self._parts: list[str] = []
         self._reasoning: list[str] = []
         self._size = 0
@@ -63,7 +64,10 @@ class StepWatch:
         repetition); Cut when the step is over its time."""
         if reasoning:
             self._reasoning.append(reasoning)
-        if self.limit is not None and time.monotonic() - self.started > self.limit:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        if self.limit is not None and now - self.started > self.limit:
             raise self._too_slow()
 
     def restart(self) -> None:
@@ -83,7 +87,10 @@ class StepWatch:
         """Add streamed text; raises Cut when it repeats itself or the step is over its time."""
         self._parts.append(text)
         self._size += len(text)
-        if self.limit is not None and time.monotonic() - self.started > self.limit:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+        if self.limit is not None and now - self.started > self.limit:
             raise self._too_slow()
         if self.guard and self._size - self._checked >= CHECK_EVERY:
             self._checked = self._size
@@ -91,12 +98,16 @@ class StepWatch:
                 raise Cut("rambling", seen)
 
     def _too_slow(self) -> Cut:
-        seconds = time.monotonic() - self.started
-        tokens = max(1, self._size // 4)
+        now = time.monotonic()
+        chars = self._size + sum(map(len, self._reasoning))
+        tokens = max(1, chars // 4)
+        first = (self.first or now) - self.started  # reading the prompt
+        rate = tokens / max(now - self.started - first, 0.001)
         return Cut(
             "too_slow",
             f"the reply took over {self.limit:g} s (react.step_wall_seconds): about {tokens} "
-            f"tokens in {seconds:.0f} s, {tokens / max(seconds, 0.001):.1f} tokens/s",
+            f"tokens in {now - self.started:.0f} s (the first after {first:.0f} s), "
+            f"{rate:.1f} tokens/s",
         )
 
 

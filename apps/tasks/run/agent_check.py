@@ -89,7 +89,7 @@ class AgentCheck:
     recommended_tool_choice: str = ""  # auto | required, for models.<alias>.tool_choice
     stopped_because: str = ""  # the cause in words when the run did not do the work
     step_wall_seconds: float | None = None  # one model call's wall limit in this check
-    tokens_per_second: float = 0.0  # the model's output speed over the check's calls
+    tokens_per_second: float = 0.0  # the model's writing speed over the check's calls
 
     @property
     def ok(self) -> bool:
@@ -170,9 +170,10 @@ async def agent_check(
                         progress(line + live.take() + "\n")
         finally:
             check.seconds = round(time.monotonic() - started, 2)
-            if measures := live.measures:
-                seconds = sum(m.seconds for m in measures)
-                check.tokens_per_second = round(sum(m.tokens for m in measures) / seconds, 1)
+            if measures := live.measures:  # writing time: after each call's first piece
+                seconds = sum(m.seconds - (m.first or 0.0) for m in measures)
+                tokens = sum(m.tokens for m in measures)
+                check.tokens_per_second = round(tokens / max(seconds, 0.001), 1)
             if owned:
                 await gateway.aclose()
         code = (root / "calc.py").read_text(encoding="utf-8")

@@ -27,19 +27,28 @@ MARKS = {"text": "[text]", "reasoning": "[thinking]", "call": "[tool call]"}
 @dataclass
 class Measure:
     """One model call: the output tokens (the server's count, else estimated from the text),
-    seconds from the call's start, and whether it ended with a reply."""
+    seconds from the call's start, seconds to its first piece (the prompt's reading: None when
+    nothing came), and whether it ended with a reply. `rate`: tokens/s after the first piece."""
 
     tokens: int
     seconds: float
+    first: float | None
     finished: bool
 
     @property
     def rate(self) -> float:
-        return self.tokens / max(self.seconds, 0.001)
+        return self.tokens / max(self.seconds - (self.first or 0.0), 0.001)
 
     def __str__(self) -> str:
         approx = "" if self.finished else "about "
-        return f"{approx}{self.tokens} tokens in {self.seconds:.1f} s, {self.rate:.1f} tokens/s"
+        if self.first is None:  # nothing streamed: cut before it, or answered in one piece
+            if not self.finished:
+                return f"nothing in {self.seconds:.1f} s"
+            return f"{self.tokens} tokens in {self.seconds:.1f} s, {self.rate:.1f} tokens/s"
+        return (
+            f"{approx}{self.tokens} tokens in {self.seconds:.1f} s: the first after "
+            f"{self.first:.1f} s, then {self.rate:.1f} tokens/s"
+        )
 
 
 class LiveCalls:
@@ -54,6 +63,7 @@ class LiveCalls:
         started = time.monotonic()
         chars = shown = 0
         noted = started
+        first: float | None = None
         finished = False
         reply_tokens = 0
         last_kind, space = "text", False  # the last piece shown; a space is due before the next
@@ -68,6 +78,8 @@ class LiveCalls:
                 else:
                     piece = delta.text or delta.reasoning or delta.call
                     chars += len(piece)
+                    if first is None:
+                        first = time.monotonic() - started
                     if shown < SHOW_CHARS:
                         kind = "text" if delta.text else "reasoning" if delta.reasoning else "call"
                         space = space or piece[:1].isspace()
@@ -82,11 +94,12 @@ class LiveCalls:
                     elif (now := time.monotonic()) - noted >= NOTE_SECONDS:
                         noted = now
                         tokens = max(1, chars // CHARS_PER_TOKEN)
-                        self._line(f"… still writing: {Measure(tokens, now - started, False)}")
+                        measure = Measure(tokens, now - started, first, False)
+                        self._line(f"… still writing: {measure}")
                 yield delta
         finally:
             tokens = reply_tokens or -(-chars // CHARS_PER_TOKEN)
-            measure = Measure(tokens, time.monotonic() - started, finished)
+            measure = Measure(tokens, time.monotonic() - started, first, finished)
             self.measures.append(measure)
             self.unreported = measure
             self._end()
