@@ -319,3 +319,25 @@ def test_agent_check_streams_the_model_s_text_while_the_step_runs_and_names_slow
     assert "1.5 s (react.step_wall_seconds)" in stopped
     assert re.search(r"\(the first after \d+ s\), [\d.]+ tokens/s", stopped)  # prompt, then text
     assert "tool_choice    recommended: required" in out
+
+
+def test_agent_check_out_of_time_names_the_speed_and_counts_the_cut_call(tmp_path):
+    """The run's own wall time ends it mid-reply: the cause says so with the speed measured and
+    the step's limit (not just `wall_time_exceeded`), and the cut call's tokens are counted."""
+    config = {
+        "models": {"main": {"provider": "openai", "model": "slow-fake"}},
+        "llm": {"main": "main", "retries": {"max_attempts": 1}},
+        "react": {"step_wall_seconds": 60, "max_wall_seconds": 2},
+    }
+    script = [{"text": SLOW_WORDS, "repeat": True}]
+    with FakeLLMServer(script, tokens_per_second=20, usage_block=False) as server:
+        config["models"]["main"]["base_url"] = server.openai_base_url
+        result = check_llm(tmp_path, config, "--agent", "--json")
+    report = json.loads(result.stdout)
+    assert result.returncode != 0 and report["status"] == "failed"
+    cause = report["stopped_because"]
+    assert cause.startswith("too slow: the check's 2 s ran out"), cause
+    assert re.search(r"then [\d.]+ tokens/s", cause)
+    assert "one step may take 60 s (react.step_wall_seconds)" in cause
+    assert report["tokens_per_second"] > 5
+    assert report["usage"]["output_tokens"] > 0 and report["usage"]["estimated"] is True

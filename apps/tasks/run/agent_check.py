@@ -89,6 +89,7 @@ class AgentCheck:
     recommended_tool_choice: str = ""  # auto | required, for models.<alias>.tool_choice
     stopped_because: str = ""  # the cause in words when the run did not do the work
     step_wall_seconds: float | None = None  # one model call's wall limit in this check
+    max_wall_seconds: float = MAX_SECONDS  # the whole run's in this check
     tokens_per_second: float = 0.0  # the model's writing speed over the check's calls
 
     @property
@@ -139,6 +140,7 @@ async def agent_check(
     )
     config = _check_config(config)
     check.step_wall_seconds = config.react.step_wall_seconds
+    check.max_wall_seconds = config.react.max_wall_seconds
     live = LiveCalls(progress)
     with tempfile.TemporaryDirectory(prefix="agentkit-check-") as folder:
         root = Path(folder)
@@ -215,15 +217,15 @@ def _advice(check: AgentCheck, last_call: str) -> tuple[str, str]:
     recommended = "auto" if check.tool_calls and not check.invalid_calls else "required"
     limit = f"{check.step_wall_seconds:g} s" if check.step_wall_seconds else "no limit"
     cause = ""
-    if check.cuts:
+    if check.error.startswith("wall_time_exceeded"):  # the run's end, whatever came before
+        cause = (
+            f"too slow: the check's {check.max_wall_seconds:g} s ran out; the last model call: "
+            f"{last_call}; one step may take {limit} (react.step_wall_seconds)"
+        )
+    elif check.cuts:
         cause = check.cuts[-1]
         if cause.startswith("rambling"):
             cause = f"{cause.rstrip('.')}; the last call: {last_call}"
-    elif check.error.startswith("wall_time_exceeded"):
-        cause = (
-            f"too slow: the check's {MAX_SECONDS:g} s ran out ({check.error}); the last model "
-            f"call: {last_call}; one step may take {limit} (react.step_wall_seconds)"
-        )
     elif not check.tool_calls:
         cause = "no tool call: the model answered in prose only; " + (
             "set models.<alias>.tool_choice: required, so the server makes every step a tool "
