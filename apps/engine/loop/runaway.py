@@ -38,7 +38,7 @@ class Cut(Exception):
 class StepWatch:
     """One model call's watch: the text so far, its wall clock, the repetition check."""
 
-    __slots__ = ("_checked", "_parts", "_reasoning", "_size", "first", "guard", "limit", "started")
+    __slots__ = ("_checked", "_other", "_parts", "_size", "first", "guard", "limit", "started")
 
     def __init__(self, limit: float | None, guard: bool = True):
         self.limit = limit
@@ -46,7 +46,7 @@ class StepWatch:
         self.started = time.monotonic()
         self.first: float | None = None  # when the first piece arrived (the prompt was read)
         self._parts: list[str] = []
-        self._reasoning: list[str] = []
+        self._other: list[str] = []
         self._size = 0
         self._checked = 0
 
@@ -57,13 +57,13 @@ class StepWatch:
     @property
     def arrived(self) -> bool:
         """Whether any text or reasoning of the (current attempt of the) call arrived."""
-        return bool(self._parts or self._reasoning)
+        return bool(self._parts or self._other)
 
     def tick(self, reasoning: str = "") -> None:
         """Reasoning or a tool call's text arrived: kept for the usage (not checked for
         repetition); Cut when the step is over its time."""
         if reasoning:
-            self._reasoning.append(reasoning)
+            self._other.append(reasoning)
         now = time.monotonic()
         if self.first is None:
             self.first = now
@@ -73,13 +73,13 @@ class StepWatch:
     def restart(self) -> None:
         """The call is being retried: the text so far is void (the clock runs on)."""
         self._parts.clear()
-        self._reasoning.clear()
+        self._other.clear()
         self._size = self._checked = 0
 
     def partial(self, request: ChatRequest) -> ChatResponse:
         """The reply so far as a response whose usage is estimated from the text: the prompt
         sent and the text received (the server's usage block comes only at the end)."""
-        reply = ChatResponse(content=self.text, reasoning="".join(self._reasoning))
+        reply = ChatResponse(content=self.text, reasoning="".join(self._other))
         reply.usage = estimated_usage(request, reply)
         return reply
 
@@ -99,7 +99,7 @@ class StepWatch:
 
     def _too_slow(self) -> Cut:
         now = time.monotonic()
-        chars = self._size + sum(map(len, self._reasoning))
+        chars = self._size + sum(map(len, self._other))
         tokens = max(1, chars // 4)
         first = (self.first or now) - self.started  # reading the prompt
         rate = tokens / max(now - self.started - first, 0.001)

@@ -52,8 +52,15 @@ class Measure:
 
 
 class LiveCalls:
-    def __init__(self, write: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        write: Callable[[str], None] | None = None,
+        *,
+        show_chars: int = SHOW_CHARS,
+        note_seconds: float = NOTE_SECONDS,
+    ):
         self.write = write
+        self.show_chars, self.note_seconds = show_chars, note_seconds
         self.measures: list[Measure] = []
         self.unreported: Measure | None = None  # the last call's measure, not yet in a step line
         self._open = False  # a live line is open (text written, no newline yet)
@@ -80,18 +87,20 @@ class LiveCalls:
                     chars += len(piece)
                     if first is None:
                         first = time.monotonic() - started
-                    if shown < SHOW_CHARS:
+                    if shown < self.show_chars:
                         kind = "text" if delta.text else "reasoning" if delta.reasoning else "call"
                         space = space or piece[:1].isspace()
                         text = " ".join(piece.split())
                         if kind != last_kind:
                             text, last_kind = f"{MARKS[kind]} {text}".rstrip(), kind
+                            space = True  # a mark stands apart from what came before
                         if text:
-                            text = (" " if space and shown else "") + text[: SHOW_CHARS - shown]
+                            text = (" " if space and shown else "") + text
+                            text = text[: self.show_chars - shown]
                             shown += len(text)
-                            self._show(text + ("…" if shown >= SHOW_CHARS else ""))
+                            self._show(text + ("…" if shown >= self.show_chars else ""))
                         space = piece[-1:].isspace()
-                    elif (now := time.monotonic()) - noted >= NOTE_SECONDS:
+                    elif (now := time.monotonic()) - noted >= self.note_seconds:
                         noted = now
                         tokens = max(1, chars // CHARS_PER_TOKEN)
                         measure = Measure(tokens, now - started, first, False)
