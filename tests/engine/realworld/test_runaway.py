@@ -12,7 +12,7 @@ from apps.engine.task import AgentTask
 from apps.engine.tools import ToolSet
 from tests.engine.helpers import EchoTool, collect, config, of_type, scripted_engine
 from tests.engine.llm.conftest import ask, config_for
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, Fault
 
 RAMBLE = "The launch code was:\n\n```\n" + "#\n" * 40
 
@@ -114,3 +114,19 @@ async def test_a_slow_tool_call_is_cut_by_the_step_wall_limit():
     assert finished["error"]["error_code"] == "runaway_output"
     assert "step_wall_seconds" in finished["error"]["message"]
     assert finished["usage"]["output_tokens"] > 0 and finished["usage"]["estimated"]
+
+
+async def test_a_stream_broken_after_text_still_counts_its_tokens():
+    """A call whose stream breaks mid-answer (no retry left) ends the run failed, with the
+    prompt sent and the text that arrived counted, estimated."""
+    with FakeLLMServer([{"text": "slow " * 80, "repeat": True}], usage_block=False) as server:
+        server.fail_next(Fault.disconnect(after_chunks=10))
+        cfg = config_for(server, {"main": "openai"}, attempts=1)
+        async with Gateway(cfg) as gateway:
+            engine = ReActEngine(gateway, ToolSet([EchoTool()]), cfg)
+            events = await collect(engine, AgentTask(1, "say something", mode="react"))
+    finished = events[-1].data
+    assert finished["status"] == "failed"
+    usage = finished["usage"]
+    assert usage["estimated"] and usage["input_tokens"] > 0
+    assert 0 < usage["output_tokens"] < 80  # the pieces before the break, not the whole answer
