@@ -169,7 +169,8 @@ async def agent_check(
                 async for event in events:
                     _note(check, event.type, event.data)
                     if progress is not None and (line := _progress_line(event.type, event.data)):
-                        progress(line + live.take() + "\n")
+                        measure = live.take()  # a too-slow cut's message has it already
+                        progress(line + ("" if "tokens/s" in line else measure) + "\n")
         finally:
             check.seconds = round(time.monotonic() - started, 2)
             if measures := live.measures:  # writing time: after each call's first piece
