@@ -23,6 +23,8 @@ import pytest
 
 from tests.support import ROOT, agentkit_server, manage, migrate_sqlite
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 MARKER = "<!-- runnable -->"
 SERVER_MARKER = "<!-- runnable: server -->"
 MARKERS = (MARKER, SERVER_MARKER)

@@ -9,6 +9,8 @@ import pytest
 
 from tests.support import manage, server_env
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 COMMANDS = [
     ("run_tasks", "examples/suite.yaml"),
     ("resume_task", "1"),

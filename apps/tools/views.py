@@ -8,10 +8,13 @@ from django.contrib import admin
 from django.template.response import TemplateResponse
 
 from apps.tasks.conf import agent_config
-from apps.tools.mcp.manager import report
 
 
 def mcp_page(request):
+    # the MCP SDK costs ~0.4 s of import: only the page that shows the servers pays it, not every
+    # process that loads the URLconf (tests/test_startup_imports.py)
+    from apps.tools.mcp.manager import report
+
     run = request.method == "POST"
     rows = report(agent_config().mcp_servers, start=run, check=run)
     context = {**admin.site.each_context(request), "title": "MCP servers", "servers": rows}

@@ -14,7 +14,7 @@ from tests.realmodel import llama
 from tests.tasks.conftest import events_of
 from tests.tasks.factories import make_task, make_user, make_workspace
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TERMINAL = {"completed", "failed", "gave_up_after_reflections", "cancelled", "parked"}
 

@@ -17,6 +17,8 @@ import yaml
 from tests.fakes.llm_server import FakeLLMServer
 from tests.support import ROOT, free_port, server_env
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 KEY = "sk-check-llm-secret-123"
 
 

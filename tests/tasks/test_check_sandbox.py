@@ -12,6 +12,8 @@ import pytest
 from apps.engine.sandbox import PROPERTIES, Sandbox, available_backends
 from tests.support import ROOT
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 
 def check_sandbox(tmp_path, *args: str, config: str | None = None, command="check_sandbox"):
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}

@@ -3,7 +3,10 @@
 `with_mcp_servers(agent_task, config)` — blocking, in the worker thread that prepares the run —
 starts the configured servers not yet started; a server that is unavailable is named, with why
 (its stderr tail), in the task's facts, so the model knows its tools are absent and the run goes
-on without them. `mcp_tools(config)` — non-blocking — the Tools of the servers ready now."""
+on without them. `mcp_tools(config)` — non-blocking — the Tools of the servers ready now.
+
+The MCP SDK (~0.4 s of import) is imported only when a configuration names servers: every
+process that builds runs imports this module, and most configurations have none."""
 
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from dataclasses import replace
 from apps.engine.config import AgentkitConfig
 from apps.engine.task import AgentTask
 from apps.engine.tools import Tool
-from apps.tools.mcp.manager import manager_for
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,8 @@ WHY_MAX = 600
 def with_mcp_servers(agent_task: AgentTask, config: AgentkitConfig) -> AgentTask:
     if not config.mcp_servers or agent_task.mode == "direct_chat":
         return agent_task
+    from apps.tools.mcp.manager import manager_for
+
     manager = manager_for(config.mcp_servers)
     if manager is None:
         return agent_task
@@ -42,5 +46,7 @@ def with_mcp_servers(agent_task: AgentTask, config: AgentkitConfig) -> AgentTask
 def mcp_tools(config: AgentkitConfig) -> list[Tool]:
     if not config.mcp_servers:
         return []
+    from apps.tools.mcp.manager import manager_for
+
     manager = manager_for(config.mcp_servers)
     return manager.tools() if manager is not None else []

@@ -11,7 +11,11 @@ import time
 import xml.etree.ElementTree as ET
 from datetime import datetime
 
+import pytest
+
 from tests.support import ROOT
+
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
 
 DEMO = ROOT / "demo" / "workspace"
 BLURB = ROOT / "examples" / "workspaces" / "blurb"

@@ -10,7 +10,11 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import ROOT, server_env
+
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
 
 SUITE_TASKS = {
     "react-fix-slug",

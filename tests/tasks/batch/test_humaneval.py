@@ -15,6 +15,8 @@ import pytest
 from apps.engine.evals.humaneval import problems, select
 from tests.tasks.batch.test_command import _wait_for_line
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 LIMIT = "20"
 
 

@@ -11,10 +11,13 @@ import subprocess
 import sys
 import time
 
+import pytest
 from redis import Redis
 from rq import Queue
 
 from tests.support import ROOT
+
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
 
 
 def _private_db(redis_url: str, number: int = 7) -> str:

@@ -18,6 +18,8 @@ from apps.engine.tools import ToolSet
 from apps.tools.mcp.names import MAX_NAME, exposed_name
 from tests.tools.mcp.conftest import git_server, sdk_server, time_server
 
+pytestmark = pytest.mark.slow  # spawns processes: started early (tests/conftest.py)
+
 
 async def test_time_server_tools_are_listed_and_called_with_structured_results(servers):
     _, tools, down = servers(time=time_server())
