@@ -73,7 +73,10 @@
       return;
     }
     state.awaitingNew = true;
-    state.sent = { text: box.value, frame };
+    // Its task is newer than every task the page knows now: the sidebar's first list may come
+    // later and already hold it, so the bound is taken here, not read when its first event comes.
+    const known = Math.max(state.maxTaskId || 0, ...Object.keys(state.tasks).map(Number));
+    state.sent = { text: box.value, frame, after: known };
     messages.querySelectorAll(":scope > .empty-chat").forEach((n) => n.remove());
     const busy = Object.values(state.tasks).some((v) => v.root.isConnected && !FINISHED.includes(v.status));
     messages.append(el("div", { class: "pending-task", role: "status" },

@@ -27,7 +27,8 @@
     if (ev.task_id == null || typeof ev.seq !== "number") return;
     const view = taskView(ev.task_id);
     if (ev.seq <= view.lastSeq) return;  // already shown
-    if (state.awaitingNew && ev.task_id > (state.maxTaskId || 0) && (ev.type === "task_started" || ev.type === "task_waiting")) chat.adopt(view, ev);
+    const after = state.sent ? state.sent.after : (state.maxTaskId || 0);
+    if (state.awaitingNew && ev.task_id > after && (ev.type === "task_started" || ev.type === "task_waiting")) chat.adopt(view, ev);
     view.lastSeq = ev.seq;
     view.lastEventAt = Date.now();
     view.thinking.hidden = true;

@@ -9,7 +9,7 @@
   const { state, send, el, taskView, attach } = chat;
   const messages = $("#messages");
   const box = $("#message");
-  chat.navigation = 0;  // bumped by every open (and "New conversation"): a stale open stops
+  chat.navigation = 0;  // bumped by every open, "New conversation" and an adopted task: a stale open stops
 
   // ── conversations (issue 13) ── follow-ups continue the conversation of the task on screen
   // ("conversation" in the user_message frame); "New conversation" starts a fresh one; the
@@ -57,6 +57,7 @@
   // when none was), the URL names it (a new history entry: Back returns to the task before).
   function adopt(view, ev) {
     const sent = state.sent;
+    chat.navigation += 1;  // an open still loading (e.g. the latest conversation's) is dropped
     state.awaitingNew = false;
     state.sent = null;
     messages.querySelectorAll(":scope > .pending-task").forEach((n) => n.remove());
@@ -104,6 +105,7 @@
     conversations.current = conversation;
     if (how !== "none") setUrl(taskId, how === "push");
     for (const node of [...messages.children]) {
+      if (node.matches(".pending-task")) continue;  // a message sent meanwhile waits for its task
       if (!(node.matches("article.task") && ids.includes(Number(node.dataset.taskId)))) node.remove();
     }
     for (const id of ids) {

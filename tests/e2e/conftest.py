@@ -9,13 +9,19 @@ import os
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
+from tests.e2e.bounds import ACTION_MS, EXPECT_MS
 from tests.support import ROOT, agentkit_server
 
 CHROMIUM = os.environ.get("AGENTKIT_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 
 pytestmark = pytest.mark.e2e
+
+# Bounds for what never comes (tests/e2e/bounds.py), in one place: every `expect` waits this long
+# unless it names its own bound.
+expect.set_options(timeout=EXPECT_MS)
 
 
 @pytest.fixture(scope="session")
@@ -49,3 +55,12 @@ def artifacts() -> Path:
 def server(tmp_path_factory):
     with agentkit_server(tmp_path_factory.mktemp("e2e")) as running:
         yield running
+
+
+@pytest.fixture
+def page(page):
+    """pytest-playwright's page, with the bound for clicks, fills and navigations raised: the tier
+    runs beside the unit tier's workers on a busy machine."""
+    page.set_default_timeout(ACTION_MS)
+    page.set_default_navigation_timeout(ACTION_MS)
+    return page

@@ -9,6 +9,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import agentkit_server
 from tests.tasks.repos.support import NOTES, SCRIPT, git, make_remote
@@ -55,7 +56,7 @@ def _run(page: Page, text: str):
     page.locator("#message").fill(f"@react {text}")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").filter(has_text=text).first
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     task.locator("[data-role=changes]").click()
     return task
 

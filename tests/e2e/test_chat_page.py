@@ -11,6 +11,7 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -81,7 +82,7 @@ def test_answers_render_as_markdown_and_model_html_never_runs(page: Page, server
     log_in(page, server)
     send(page, "show me some markdown", mode="direct_chat")
     task = page.locator("article.task").last
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     answer = task.locator(".bubble.assistant").last
     expect(answer.locator("strong")).to_have_text("the plan")
     expect(answer.locator("ol > li")).to_have_count(2)
@@ -118,7 +119,7 @@ def test_changes_panel_shows_the_demo_fix_and_revert_restores_the_file(
     log_in(page, server)
     send(page, "fix the failing test in tests/test_slug.py", mode="react")
     task = page.locator("article.task").last
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     task = page.locator(f'article.task[data-task-id="{task.get_attribute("data-task-id")}"]')
     assert 'r"[^a-zA-Z0-9]+"' in slug.read_text()
     task.get_by_role("button", name="Changes").click()
@@ -149,9 +150,9 @@ def test_changes_panel_shows_the_demo_fix_and_revert_restores_the_file(
     # A later task makes the identical edit: the earlier task does not claim it, and its
     # Revert names the later task instead of offering to undo it.
     send(page, "fix the failing test in tests/test_slug.py", mode="react", new=False)
-    expect(page.locator("article.task")).to_have_count(2, timeout=15_000)  # a turn of the thread
+    expect(page.locator("article.task")).to_have_count(2)  # a turn of the thread
     later = page.locator("article.task").last
-    expect(later.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(later.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     later_id = later.get_attribute("data-task-id")
     assert 'r"[^a-zA-Z0-9]+"' in slug.read_text()
     task.get_by_role("button", name="Changes").click()  # close, then open afresh
@@ -217,11 +218,11 @@ def test_layout_fits_the_screen_and_keeps_the_composer_visible(
     log_in(page, server)
     send(page, "show me some markdown " + "with-a-very-long-unbroken-word" * 8, mode="direct_chat")
     task = page.locator("article.task")
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     newest = task.get_attribute("data-task-id")
     page.goto(f"{server.url}/")  # no #task-N: the page opens on the most recent task
     expect(task).to_have_attribute("data-task-id", newest)
-    expect(task.locator(".bubble.assistant pre code")).to_be_visible(timeout=10_000)
+    expect(task.locator(".bubble.assistant pre code")).to_be_visible()
     page.locator("#message").fill("a " * 400)
     assert no_horizontal_overflow(page)
     assert composer_visible(page)
@@ -240,9 +241,9 @@ def test_stop_cancels_a_running_task_and_it_says_so(page: Page, server):
     log_in(page, server)
     send(page, "fix the failing test in tests/test_slug.py", mode="react")
     task = page.locator("article.task").last
-    expect(task.locator("[data-role=status]")).to_have_text("running", timeout=10_000)
+    expect(task.locator("[data-role=status]")).to_have_text("running")
     task.get_by_role("button", name="Stop").click()
-    expect(task.locator("[data-role=status]")).to_have_text("cancelled", timeout=20_000)
+    expect(task.locator("[data-role=status]")).to_have_text("cancelled")
     expect(task.locator(".bubble.notice")).to_have_text("Cancelled by the user.")
     expect(task.get_by_role("button", name="Stop")).to_be_hidden()
 
@@ -251,7 +252,7 @@ def test_history_search_open_and_delete(page: Page, server, artifacts):
     log_in(page, server)
     send(page, "@chat a note about zebras", mode="direct_chat")
     expect(page.locator("article.task").last.locator("[data-role=status]")).to_have_text(
-        "completed", timeout=30_000
+        "completed", timeout=TASK_MS
     )
     task_id = page.locator("article.task").last.get_attribute("data-task-id")
     task = page.locator(f'article.task[data-task-id="{task_id}"]')

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -34,8 +35,8 @@ def test_task_runs_on_the_worker_and_streams_to_the_page(page: Page, rq_server, 
     page.locator("#message").fill("fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").first
-    expect(task.locator('.tool-card[data-tool="read_file"]')).to_be_visible(timeout=30_000)
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator('.tool-card[data-tool="read_file"]')).to_be_visible(timeout=TASK_MS)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(task.locator(".tool-card.ok")).to_have_count(2)
     # its first event came from the web process as the job was queued (apps/tasks/dispatch/queued.py):
     # the notice "Queued: waiting for a free worker …" became what happened once it started
@@ -57,7 +58,7 @@ def test_a_task_behind_a_busy_worker_shows_at_once_that_it_waits_for_one(
     page.locator("#message").fill("fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
     first = page.locator("article.task").first
-    expect(first.locator("[data-role=status]")).to_have_text("running", timeout=30_000)
+    expect(first.locator("[data-role=status]")).to_have_text("running", timeout=TASK_MS)
     page.get_by_role("button", name="New conversation").click()
     page.locator("#message").fill("which files are in this workspace?")
     page.get_by_role("button", name="Send").click()
@@ -67,5 +68,5 @@ def test_a_task_behind_a_busy_worker_shows_at_once_that_it_waits_for_one(
     # one Cancel: the header's Stop/Cancel stays hidden while the notice offers it
     expect(second.locator("button:visible", has_text="Cancel")).to_have_count(1)
     page.screenshot(path=str(artifacts / "chat-rq-queued.png"), full_page=True)
-    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(notice).to_have_text("Waited for a free worker.")

@@ -9,6 +9,7 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.fakes.llm_server import FakeLLMServer
 from tests.support import agentkit_server
@@ -48,7 +49,7 @@ def ask(page: Page, text: str):
     page.locator("#message").fill(text)
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").filter(has_text=text)
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     return task
 
 

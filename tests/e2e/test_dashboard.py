@@ -10,6 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 
 pytestmark = pytest.mark.e2e
@@ -26,22 +27,22 @@ Pitfall.objects.create(
 """
 
 
-def run(page: Page, text: str, timeout: int) -> None:
+def run(page: Page, text: str) -> None:
     page.locator("#message").fill(text)
     page.get_by_role("button", name="Send").click()
     # the chat shows the goal without the mode prefix
     task = page.locator("article.task").filter(has_text=text.removeprefix("@plan "))
     if text.startswith("@plan "):  # a plan is reviewed before it runs: confirm the spec card
         card = task.locator('.spec-card[data-revision="1"]')
-        card.get_by_role("button", name="Confirm").click(timeout=30_000)
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=timeout)
+        card.get_by_role("button", name="Confirm").click(timeout=TASK_MS)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
 
 
 def test_dashboard_opened_from_the_chat_charts_the_tasks_that_ran(page: Page, server, artifacts):
     server.manage("shell", "-c", PITFALL)
     log_in(page, server)
-    run(page, "@plan fix the failing test in tests/test_slug.py", timeout=90_000)
-    run(page, "hello, what can you do?", timeout=60_000)
+    run(page, "@plan fix the failing test in tests/test_slug.py")
+    run(page, "hello, what can you do?")
 
     page.get_by_role("link", name="Dashboard").click()
     expect(page).to_have_url(f"{server.url}/dashboard/")

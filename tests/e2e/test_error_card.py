@@ -10,6 +10,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.fakes.llm_server import FakeLLMServer, Fault
 from tests.support import ROOT, agentkit_server
@@ -50,7 +51,7 @@ def test_failed_task_shows_structured_error_and_retry_completes(
     page.locator("#message").fill("@react What is the answer?")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").filter(has_text="What is the answer?").first
-    expect(task.locator("[data-role=status]")).to_have_text("failed", timeout=30_000)
+    expect(task.locator("[data-role=status]")).to_have_text("failed", timeout=TASK_MS)
     card = task.locator("[data-role=error-card]")
     expect(card).to_have_attribute("data-error-code", "llm_failure")
     expect(card.locator(".error-message")).to_contain_text("unavailable")
@@ -66,9 +67,9 @@ def test_failed_task_shows_structured_error_and_retry_completes(
     failed_id = int(task.get_attribute("data-task-id"))
     card.get_by_role("button", name="Retry").click()
     # the page opens the new task (one task on screen at a time), linked to the failed one
-    expect(page).to_have_url(re.compile(rf"#task-(?!{failed_id}$)\d+$"), timeout=15_000)
+    expect(page).to_have_url(re.compile(rf"#task-(?!{failed_id}$)\d+$"))
     retried = page.locator("article.task").filter(has_text="The answer is 42.")
-    expect(retried.locator("[data-role=status]")).to_have_text("completed", timeout=30_000)
+    expect(retried.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(retried).to_contain_text("What is the answer?")
     retried_id = int(retried.get_attribute("data-task-id"))
     assert retried_id != failed_id
@@ -105,7 +106,7 @@ def test_failed_task_shows_the_salvaged_diff_of_its_edits(
         page.locator("#message").fill("@react rename slugify")
         page.get_by_role("button", name="Send").click()
         task = page.locator("article.task").filter(has_text="rename slugify").first
-        expect(task.locator("[data-role=status]")).to_have_text("failed", timeout=30_000)
+        expect(task.locator("[data-role=status]")).to_have_text("failed", timeout=TASK_MS)
         card = task.locator("[data-role=error-card]")
         expect(card.locator(".salvage summary")).to_contain_text("textkit/slug.py")
         expect(card.locator(".salvage-diff")).to_contain_text("+def slugify_v2(")

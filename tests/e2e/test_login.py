@@ -13,7 +13,10 @@ def log_in(page: Page, server, password: str | None = None) -> None:
     expect(page).to_have_url(re.compile(r"/accounts/login/"))
     page.get_by_label("Username").fill(server.username)
     page.get_by_label("Password").fill(password or server.password)
-    page.get_by_role("button", name="Log in").click()
+    # the page it lands on has loaded, its (deferred) scripts have run: a form used before then
+    # would go out as a plain GET, a message box would have no socket
+    with page.expect_navigation():
+        page.get_by_role("button", name="Log in").click()
 
 
 def test_login_lands_on_the_chat_page(page: Page, server, artifacts):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import VENV_BIN, agentkit_server
 
@@ -38,7 +39,7 @@ def test_an_mcp_tool_card_names_its_server(page: Page, mcp_server, artifacts):
     page.locator("#message").fill("what time is it in UTC?")
     page.get_by_role("button", name="Send").click()
     card = page.locator('.tool-card[data-tool="time__get_current_time"]')
-    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_be_visible(timeout=TASK_MS)
     expect(card.locator("[data-role=tool-what]")).to_contain_text("MCP time · get_current_time")
-    expect(card.locator(".tool-state")).to_have_text("done", timeout=30_000)
+    expect(card.locator(".tool-state")).to_have_text("done", timeout=TASK_MS)
     page.screenshot(path=str(artifacts / "chat-mcp-card.png"), full_page=True)

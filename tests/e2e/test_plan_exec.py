@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.config_text import without_spec_review, without_takeover
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.interrupted_runs import INTERRUPTED_PLAN_TASK
 from tests.support import ROOT, agentkit_server
@@ -52,7 +53,7 @@ def send(page: Page, text: str):
 def test_plan_fails_verification_reflects_retries_and_passes(page: Page, demo_server, artifacts):
     log_in(page, demo_server)
     task = send(page, GOAL)
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
 
     stepper = task.locator("[data-role=phases]")
     expect(stepper).to_have_count(1)
@@ -92,7 +93,7 @@ def test_plan_that_never_passes_ends_gave_up_with_the_log_visible(
     log_in(page, gives_up_server)
     task = send(page, GOAL)
     badge = task.locator("[data-role=status]")
-    expect(badge).to_have_text("gave up after reflections", timeout=90_000)
+    expect(badge).to_have_text("gave up after reflections", timeout=TASK_MS)
     expect(badge).to_have_class("badge status-gave_up_after_reflections")
     failed_color = page.evaluate(
         "() => { const b = document.createElement('span'); b.className = 'badge status-failed';"
@@ -126,9 +127,9 @@ def test_an_interrupted_plan_task_resumes_from_the_page_without_redoing_planning
     page.goto(f"{demo_server.url}/#task-{task_id}")
     task = page.locator(f"article.task[data-task-id='{task_id}']")
     resume = task.locator("button[data-role=resume-task]")
-    expect(resume).to_be_visible(timeout=15_000)
+    expect(resume).to_be_visible()
     resume.click()
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(task).to_contain_text("Resumed after a restart in the building phase")
     expect(task.locator("button[data-role=resume-task]")).to_have_count(0)
     events = page.evaluate(f"fetch('/api/tasks/{task_id}/events').then(r => r.json())")["events"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -43,7 +44,7 @@ def test_reject_with_feedback_then_confirm_the_revision_runs_to_completion(
     log_in(page, spec_server)
     task = send(page, GOAL)
     first = task.locator('.spec-card[data-revision="1"]')
-    expect(first).to_be_visible(timeout=30_000)
+    expect(first).to_be_visible(timeout=TASK_MS)
     expect(task.locator("[data-role=status]")).to_have_text("Waiting for your review")
     expect(first.locator(".spec-goal")).to_contain_text("Fix slugify")
     expect(first.locator("[data-phase-id]")).to_have_count(2)
@@ -56,21 +57,21 @@ def test_reject_with_feedback_then_confirm_the_revision_runs_to_completion(
     page.reload()  # the pending review survives a reload: the card is rebuilt and still works
     task = page.locator("article.task").first
     first = task.locator('.spec-card[data-revision="1"]')
-    expect(first.get_by_role("button", name="Confirm")).to_be_enabled(timeout=15_000)
+    expect(first.get_by_role("button", name="Confirm")).to_be_enabled()
 
     first.get_by_role("button", name="Reject").click()  # no feedback yet: nothing is sent
     expect(first.locator("[data-role=feedback]")).to_have_attribute("aria-invalid", "true")
     first.locator("[data-role=feedback]").fill("Also run ruff and the whole test suite.")
     first.get_by_role("button", name="Reject").click()
-    expect(first.locator("[data-role=spec-decision]")).to_contain_text("Rejected", timeout=15_000)
+    expect(first.locator("[data-role=spec-decision]")).to_contain_text("Rejected")
     expect(first.locator("[data-role=spec-decision]")).to_contain_text("Also run ruff")
 
     second = task.locator('.spec-card[data-revision="2"]')
-    expect(second).to_be_visible(timeout=30_000)
+    expect(second).to_be_visible(timeout=TASK_MS)
     expect(second).to_contain_text("ruff check passes")
     second.get_by_role("button", name="Confirm").click()
-    expect(second.locator("[data-role=spec-decision]")).to_contain_text("Confirmed", timeout=15_000)
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=120_000)
+    expect(second.locator("[data-role=spec-decision]")).to_contain_text("Confirmed")
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(task.locator(".verify-card.ok")).to_have_count(1)
     page.screenshot(path=str(artifacts / "spec-card-confirmed-completed.png"), full_page=True)
 
@@ -81,9 +82,9 @@ def test_no_decision_in_time_parks_the_task_and_resume_completes_it(
     log_in(page, short_review_server)
     task = send(page, GOAL)
     card = task.locator(".spec-card").first
-    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_be_visible(timeout=TASK_MS)
     expect(task.locator("[data-role=status]")).to_have_text(
-        "Parked: confirm the spec to go on", timeout=30_000
+        "Parked: confirm the spec to go on", timeout=TASK_MS
     )
     expect(card.locator("[data-role=spec-decision]")).to_contain_text("parked")
     expect(card.get_by_role("button", name="Confirm")).to_have_count(0)
@@ -91,12 +92,12 @@ def test_no_decision_in_time_parks_the_task_and_resume_completes_it(
 
     page.reload()  # later: the parked spec is listed in the sidebar with Resume
     parked = page.locator(f'#parked-specs li[data-task-id="{task_id}"]')
-    expect(parked).to_be_visible(timeout=15_000)
+    expect(parked).to_be_visible()
     page.screenshot(path=str(artifacts / "spec-parked.png"), full_page=True)
     parked.get_by_role("button", name="Resume").click()
 
     task = page.locator(f'article.task[data-task-id="{task_id}"]')
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=120_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(task.locator(".spec-card")).to_have_count(1)  # continued from the stored spec
     expect(page.locator("#parked-specs")).to_be_hidden()
     page.screenshot(path=str(artifacts / "spec-resumed-completed.png"), full_page=True)

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.config_text import without_spec_review
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -48,7 +49,7 @@ def test_a_phase_passed_over_is_shown_skipped_and_stays_skipped(
     page.locator("#message").press("Enter")
     task = page.locator("article.task").last
     expect(task.locator(".note.phase-note").first).to_contain_text(
-        "building → verification", timeout=60_000
+        "building → verification", timeout=TASK_MS
     )
     stepper = task.locator("[data-role=phases]")
     planning = stepper.locator("li[data-phase=planning]")
@@ -58,7 +59,7 @@ def test_a_phase_passed_over_is_shown_skipped_and_stays_skipped(
 
     # This script's fix needs its planning step, so the run gives up: Plan is still skipped.
     expect(task.locator("[data-role=status]")).to_have_text(
-        "gave up after reflections", timeout=90_000
+        "gave up after reflections", timeout=TASK_MS
     )
     ended = states(stepper)
     assert ended["planning"] == "skipped", ended

@@ -13,6 +13,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.config_text import without_takeover
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -67,13 +68,13 @@ def test_a_team_message_is_reviewed_then_run_by_the_team_phase_by_phase(
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").last
     card = task.locator(".spec-card")
-    expect(card).to_contain_text("planner", timeout=30_000)  # the phases' experts
+    expect(card).to_contain_text("planner", timeout=TASK_MS)  # the phases' experts
     expect(card).to_contain_text("reviewer")
     board = task.locator("[data-role=team-board]")
     expect(board.locator("tr[data-state=pending]")).to_have_count(3)  # the spec's phases, waiting
     expect(board.locator("th")).to_have_text(["Phase", "Expert", "Status", "Time", "Check", ""])
     card.get_by_role("button", name="Confirm").click()
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     expect(task.locator(".task-title")).to_contain_text("Team")
     for phase in ("analyse", "fix", "review"):
         row = board.locator(f"tr[data-phase-id={phase}]")
@@ -102,11 +103,11 @@ def test_an_interrupted_team_task_resumes_from_the_page_and_completes(page: Page
     log_in(page, demo_server)
     page.goto(f"{demo_server.url}/#task-{task_id}")
     task = page.locator(f"article.task[data-task-id='{task_id}']")
-    expect(task.locator("[data-role=team-board] tbody tr")).to_have_count(3, timeout=15_000)
+    expect(task.locator("[data-role=team-board] tbody tr")).to_have_count(3)
     resume = task.locator("button[data-role=resume-task]")
-    expect(resume).to_be_visible(timeout=15_000)
+    expect(resume).to_be_visible()
     resume.click()
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=90_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     board = task.locator("[data-role=team-board]")
     for phase in ("plan", "fix", "review"):
         expect(board.locator(f"tr[data-phase-id={phase}]")).to_have_attribute(

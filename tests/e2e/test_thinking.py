@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -35,7 +36,7 @@ def test_reasoning_is_a_collapsed_thinking_section_above_the_answer(
     page.locator("#message").fill("@chat hello")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").first
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     card = task.locator(".thinking-card")
     expect(card).to_have_count(1)
     expect(card.locator("summary")).to_have_text("Thinking")

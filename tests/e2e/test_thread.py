@@ -13,6 +13,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import agentkit_server
 
@@ -75,7 +76,7 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     type_and_enter(page, FIX, mode="react")
     expect(box).to_have_value("")
     first = turn(page, FIX)
-    expect(first.locator("[data-role=status]")).to_have_text("running", timeout=15_000)
+    expect(first.locator("[data-role=status]")).to_have_text("running")
     expect(page).to_have_url(re.compile(r"\?c=\d+#task-\d+$"))
     first_url = page.url
 
@@ -84,7 +85,7 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     type_and_enter(page, "hello again", mode="direct_chat")
     second = turn(page, "hello again")
     notice = second.locator("[data-role=queued-notice]")
-    expect(notice).to_contain_text("Queued", timeout=15_000)
+    expect(notice).to_contain_text("Queued")
     expect(notice).to_contain_text("starts when the turn above")
     expect(second.locator("[data-role=cancel-queued]")).to_be_visible()
     # one Cancel: the header's Stop/Cancel stays hidden while the notice offers it
@@ -98,8 +99,8 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
     page.locator("#messages").evaluate("m => { m.scrollTop = m.scrollHeight; }")
     page.screenshot(path=str(artifacts / f"chat-thread-queued-{width}px.png"))
 
-    expect(first.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
-    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    expect(first.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
+    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     # the wait is told in the past once it is over
     expect(notice).to_have_text(re.compile(r"^Waited for task #\d+ to end\.$"))
     # Both turns stay on screen, oldest first; the finished turn's tool cards are folded.
@@ -133,8 +134,8 @@ def test_enter_sends_and_a_follow_up_queued_during_a_run_keeps_the_thread(
 
     # Reload keeps the thread; Back returns to the first turn's URL and task.
     page.reload()
-    expect(page.locator("article.task")).to_have_count(2, timeout=15_000)
-    expect(second.locator("[data-role=status]")).to_have_text("completed", timeout=15_000)
+    expect(page.locator("article.task")).to_have_count(2)
+    expect(second.locator("[data-role=status]")).to_have_text("completed")
     assert page.url.endswith(f"#task-{second_id}")
     page.go_back()
     expect(page).to_have_url(first_url)
@@ -152,12 +153,12 @@ def test_rename_a_conversation_and_a_queued_turn_can_be_cancelled(page: Page, se
     page.get_by_role("button", name="New conversation").click()
     type_and_enter(page, FIX, mode="react")
     first = turn(page, FIX).last
-    expect(first.locator("[data-role=status]")).to_have_text("running", timeout=15_000)
+    expect(first.locator("[data-role=status]")).to_have_text("running")
     type_and_enter(page, "never mind this one")
     queued = turn(page, "never mind this one")
-    queued.locator("[data-role=cancel-queued]").click(timeout=15_000)
-    expect(queued.locator("[data-role=status]")).to_have_text("cancelled", timeout=15_000)
-    expect(first.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    queued.locator("[data-role=cancel-queued]").click()
+    expect(queued.locator("[data-role=status]")).to_have_text("cancelled")
+    expect(first.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
 
     entry = page.locator("#task-history li.conversation.current")
     entry.get_by_role("button", name=re.compile("Rename conversation")).click()
@@ -178,7 +179,7 @@ def test_a_spec_waiting_for_review_says_so_and_takes_the_box_as_feedback(
     page.get_by_role("button", name="New conversation").click()
     type_and_enter(page, FIX, mode="plan_exec")
     task = page.locator("article.task").last
-    expect(task.locator('.spec-card[data-revision="1"]')).to_be_visible(timeout=30_000)
+    expect(task.locator('.spec-card[data-revision="1"]')).to_be_visible(timeout=TASK_MS)
     badge = task.locator("[data-role=status]")
     expect(badge).to_have_text("Waiting for your review")
     page.wait_for_timeout(1500)  # longer than the thinking indicator's delay
@@ -198,7 +199,7 @@ def test_a_spec_waiting_for_review_says_so_and_takes_the_box_as_feedback(
     expect(page.locator("#send")).to_have_text("Send as feedback")
     page.screenshot(path=str(artifacts / f"chat-review-{width}px.png"))
     type_and_enter(page, "also keep the separator configurable")
-    expect(task.locator('.spec-card[data-revision="2"]')).to_be_visible(timeout=30_000)
+    expect(task.locator('.spec-card[data-revision="2"]')).to_be_visible(timeout=TASK_MS)
     expect(task.locator('.spec-card[data-revision="1"]')).to_contain_text(
         "also keep the separator configurable"
     )
@@ -206,4 +207,4 @@ def test_a_spec_waiting_for_review_says_so_and_takes_the_box_as_feedback(
     if width == 360:
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     task.get_by_role("button", name="Stop").click()  # frees the workspace for the next test
-    expect(badge).to_have_text("cancelled", timeout=15_000)
+    expect(badge).to_have_text("cancelled")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.e2e.bounds import TASK_MS
 from tests.e2e.test_login import log_in
 from tests.support import ROOT, agentkit_server
 
@@ -31,7 +32,7 @@ def test_verification_card_shows_commands_result_and_log(page: Page, verifying_s
     page.locator("#message").fill("fix the failing test in tests/test_slug.py")
     page.get_by_role("button", name="Send").click()
     task = page.locator("article.task").first
-    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=60_000)
+    expect(task.locator("[data-role=status]")).to_have_text("completed", timeout=TASK_MS)
     card = task.locator(".verify-card")
     expect(card).to_have_count(1)
     expect(card).to_have_class("verify-card ok")
