@@ -19,8 +19,9 @@ from tests.support import manage, migrate_sqlite, server_env
 
 pytestmark = pytest.mark.slow
 
-ORPHAN_AFTER = 30  # the first reap, right after the kill, must find the heartbeat fresh (a
-# `manage.py` start alone took over 10 s on a busy machine)
+# the first reap, right after the kill, must find the heartbeat fresh (a `manage.py` start alone
+# took over 10 s on a busy machine)
+ORPHAN_AFTER = 30
 # where no reap comes before the heartbeat goes stale, the least executor.orphan_after_seconds
 SHORT_ORPHAN_AFTER = 5
 TURNS = [
