@@ -29,16 +29,30 @@ async def execute(
     """`launcher`: argv starts with the Landlock launcher (it gets SIGTERM first)."""
     loop = asyncio.get_running_loop()
     started = time.monotonic()
-    transport, capture = await loop.subprocess_exec(
-        lambda: Capture(loop, max_output_bytes),
-        *argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=str(cwd),
-        env=env,
-        start_new_session=True,
+    spawn = asyncio.ensure_future(
+        loop.subprocess_exec(
+            lambda: Capture(loop, max_output_bytes),
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+        )
     )
+    try:
+        transport, capture = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while the process was being started: asyncio's own clean-up of a cancelled
+        # start kills the direct child only, then waits for pipes its orphans hold (as long as
+        # they run). Let the start finish, kill the whole tree, then end cancelled.
+        with contextlib.suppress(Exception):
+            transport, capture = await spawn
+            await stop(transport, capture, cgroup, launcher=launcher)
+            killpg(transport.get_pid())
+            transport.close()
+        raise
     pid = transport.get_pid()
     timed_out = False
     try:

@@ -62,6 +62,20 @@ def outside():
     shutil.rmtree(path, ignore_errors=True)
 
 
+def child_processes() -> set[int]:
+    """PIDs of this process's children (from /proc/<pid>/stat's ppid field)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(stat[1]) == os.getpid():
+                found.add(int(entry))
+    return found
+
+
 def unique_sleep() -> str:
     """A sleep duration nobody else uses, to find our processes in /proc."""
     return f"{700 + os.getpid() % 97}.{time.monotonic_ns() % 10**7:07d}"
@@ -192,7 +206,31 @@ async def test_cancelling_the_run_kills_the_command(sandbox, workspace):
         await asyncio.sleep(0.02)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await task
+        await asyncio.wait_for(task, 30)  # a bound for a hang, not a figure under test
+    assert await wait_for_no_process(f"sleep\0{mark}", within=5) == []
+
+
+async def test_a_cancel_while_the_command_is_still_starting_kills_it_and_returns(
+    sandbox, workspace
+):
+    """A cancel that lands while the process is being started (forked, its pipes not yet
+    connected, because the loop was busy) must neither leave its tree running nor hang the
+    cancelled caller. asyncio's own clean-up of a cancelled start kills only the direct child,
+    then waits for the pipes that the orphaned command still holds: a hang for as long as the
+    command runs (seen under load in `make test`)."""
+    mark = unique_sleep()
+    before = child_processes()
+    task = asyncio.ensure_future(sandbox.run(f"sleep {mark}", workspace, timeout=60))
+    for _ in range(200):  # the loop's turns until the run has forked its process, no more
+        await asyncio.sleep(0)
+        if child_processes() - before:
+            break
+    deadline = time.monotonic() + 20
+    while not processes_matching(f"sleep\0{mark}") and time.monotonic() < deadline:
+        time.sleep(0.02)  # the loop stays busy (as on a loaded machine) while the command starts
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)  # a bound for the hang, not a figure under test
     assert await wait_for_no_process(f"sleep\0{mark}", within=5) == []
 
 
