@@ -61,4 +61,6 @@ def test_a_tiny_evaluation_shows_its_charts_and_table(page: Page, server, artifa
     href = marks.first.get_attribute("href")
     task_id = re.fullmatch(r"/#task-(\d+)", href).group(1)
     marks.first.click()
-    expect(page).to_have_url(f"{server.url}/#task-{task_id}")
+    # the chat opens that task; once loaded, the URL names its conversation too (?c=N)
+    expect(page).to_have_url(re.compile(rf"^{re.escape(server.url)}/(\?c=\d+)?#task-{task_id}$"))
+    expect(page.locator(f'article.task[data-task-id="{task_id}"]')).to_be_visible()
