@@ -35,7 +35,7 @@ def real_config(config_file, llama_server):
         return config_file(
             text
             + "sandbox: {mode: 'off'}\n"
-            + "react: {max_steps: 3, max_wall_seconds: 60}\n"
+            + "react: {max_steps: 3, max_wall_seconds: 40}\n"  # per attempt; a recovery is 2
             + "spec_review: {enabled: false}\n"
             + "planner: {max_attempts: 1, max_tokens: 256}\n"
             + extra
