@@ -23,7 +23,13 @@ from tests.tasks.test_plan_exec_kill_resume import SETUP, TURNS, is_planner
 
 pytestmark = pytest.mark.slow
 ORPHAN_AFTER = 5
-SUBMIT = "from apps.tasks.run.executors import task_submit; task_submit(task_id={id})"
+# After SETUP, in the same process: a task is submitted as it is made (as the API does). Made
+# first and submitted only once the workers were up, a busy machine left it queued with no job
+# for longer than ORPHAN_AFTER, and a worker's reaper rightly started it (one hand-over more).
+SUBMIT = """
+from apps.tasks.run.executors import task_submit
+task_submit(task_id=Task.objects.latest("pk").pk)
+"""
 WORKER = [
     sys.executable,
     "manage.py",
@@ -69,15 +75,13 @@ executor: {{orphan_after_seconds: {ORPHAN_AFTER}}}
             REDIS_URL=redis_url,
             AGENTKIT_EXECUTOR="rq",  # agentkit.yaml says inline: the environment decides
         )
-        made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)))
-        assert made.returncode == 0, made.stderr
-        task_id = int(made.stdout.strip().splitlines()[-1])
         logs = [open(tmp_path / f"worker-{i}.log", "w") for i in range(2)]  # noqa: SIM115
         try:
             for log in logs:
                 workers.append(subprocess.Popen(WORKER, cwd=ROOT, env=env, stdout=log, stderr=log))
-            submitted = manage(env, "shell", "-c", SUBMIT.format(id=task_id))
-            assert submitted.returncode == 0, submitted.stderr
+            made = manage(env, "shell", "-c", SETUP.format(root=str(workspace)) + SUBMIT)
+            assert made.returncode == 0, made.stderr
+            task_id = int(made.stdout.strip().splitlines()[-1])
             deadline = time.monotonic() + 120
             while len(server.requests) < 5:  # the planner, steps 1-3, and step 4 (hanging)
                 assert time.monotonic() < deadline, "step 4 never started"
