@@ -51,6 +51,10 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 def pytest_unconfigure(config):
+    # This process's test databases (agentkit_site/env.py names them by pid; xdist adds _gwN):
+    # Django deletes the file, but a connection still open then (a thread's) leaves -wal/-shm.
+    for left in Path(tempfile.gettempdir()).glob(f"agentkit-test-{os.getpid()}.sqlite3*"):
+        left.unlink(missing_ok=True)
     run_dir = getattr(config, "agentkit_run_dir", None)
     if run_dir is None:
         return
