@@ -25,23 +25,7 @@ async def compress_after_overflow(compressor: Compressor | None, run: RunState) 
     if compressor is None or run.overflow_compressed:
         return None
     run.overflow_compressed = True
-    done = await run.interrupter.guard(
-        compressor.compress_if_needed(
-            run.messages,
-            system=run.system,
-            tools=run.specs,
-            model=run.task.model,
-            goal=run.task.goal,
-            force=True,
-        )
-    )
-    if done is None:
-        return None
-    run.messages = done.messages
-    run.usage += done.usage
-    run.cost += done.cost
-    run.llm_calls += done.llm_calls
-    return run.event("compression", step=run.steps, reason="context_overflow", **done.event_data())
+    return await _compress(compressor, run, {"reason": "context_overflow"}, force=True)
 
 
 async def compress_run(compressor: Compressor | None, run: RunState) -> Event | None:
@@ -50,6 +34,13 @@ async def compress_run(compressor: Compressor | None, run: RunState) -> Event | 
     event. Below the threshold (every step but a few) it only adds up what the run appended."""
     if compressor is None or not compression_due(compressor, run):
         return None
+    return await _compress(compressor, run, {}, size=run.prompt_size)
+
+
+async def _compress(compressor: Compressor, run: RunState, event_data: dict, **how) -> Event | None:
+    """Compress the run's messages (`how`: force or the running size), take the summary's
+    usage into the run's and return the `compression` event; None when there was nothing to
+    compress."""
     done = await run.interrupter.guard(
         compressor.compress_if_needed(
             run.messages,
@@ -57,7 +48,7 @@ async def compress_run(compressor: Compressor | None, run: RunState) -> Event | 
             tools=run.specs,
             model=run.task.model,
             goal=run.task.goal,
-            size=run.prompt_size,
+            **how,
         )
     )
     if done is None:
@@ -66,4 +57,4 @@ async def compress_run(compressor: Compressor | None, run: RunState) -> Event | 
     run.usage += done.usage
     run.cost += done.cost
     run.llm_calls += done.llm_calls
-    return run.event("compression", step=run.steps, **done.event_data())
+    return run.event("compression", step=run.steps, **event_data, **done.event_data())

@@ -116,7 +116,8 @@ def batch_task_create(
     """Make `root` a workspace of `user` and create the queued Task in it. On failure the copy
     is removed and no rows are left. `workspace` (run_tasks --workspace): the task goes into
     this existing workspace instead (nothing copied, nothing removed)."""
-    if workspace is not None:
+
+    def create_in(workspace) -> Task:
         return task_create(
             user=user,
             workspace=workspace,
@@ -126,6 +127,9 @@ def batch_task_create(
             config=config,
             model=spec.model,
         )
+
+    if workspace is not None:
+        return create_in(workspace)
     try:
         with transaction.atomic():
             name = re.sub(r"[^\w.-]+", "-", f"{label}-{spec.id}")[:100]
@@ -133,15 +137,7 @@ def batch_task_create(
             if spec.verification:
                 workspace.verification_commands = list(spec.verification)
                 workspace.save(update_fields=["verification_commands"])
-            return task_create(
-                user=user,
-                workspace=workspace,
-                text=spec.goal,
-                mode=spec.mode,
-                skill=spec.skill or None,
-                config=config,
-                model=spec.model,
-            )
+            return create_in(workspace)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -13,27 +13,29 @@ from apps.tasks.vcs.git import GitError
 from apps.tasks.workspaces import handoffs
 
 
-def _task(request, task_id: int):
-    return selectors.task_for_user(user=request.user, task_id=task_id)
-
-
-def _refused(exc: handoffs.HandoffRefused) -> JsonResponse:
-    extra = {"files": exc.files} if exc.files is not None else {}
-    return error(409, exc.code, exc.message, **extra)
+def _answer(request, task_id: int, act) -> HttpResponse:
+    """`act(task)`'s response for the user's task: 404 when it is not theirs, 409 with the
+    reason when the hand-off is refused or git fails (its message redacted: git.py)."""
+    task = selectors.task_for_user(user=request.user, task_id=task_id)
+    if task is None:
+        return error(404, "not_found", "task not found")
+    try:
+        return act(task)
+    except handoffs.HandoffRefused as exc:
+        extra = {"files": exc.files} if exc.files is not None else {}
+        return error(409, exc.code, exc.message, **extra)
+    except GitError as exc:
+        return error(409, "git_failed", str(exc))
 
 
 def _handoff(action):
     @api_view(("POST",))
     def view(request, task_id: int):
-        task = _task(request, task_id)
-        if task is None:
-            return error(404, "not_found", "task not found")
-        try:
-            return JsonResponse(action(user=request.user, task=task, config=agent_config()))
-        except handoffs.HandoffRefused as exc:
-            return _refused(exc)
-        except GitError as exc:  # redacted (git.py)
-            return error(409, "git_failed", str(exc))
+        return _answer(
+            request,
+            task_id,
+            lambda task: JsonResponse(action(user=request.user, task=task, config=agent_config())),
+        )
 
     return view
 
@@ -45,16 +47,10 @@ task_discard = _handoff(handoffs.task_discard)
 
 @api_view(("GET",))
 def task_patch(request, task_id: int):
-    task = _task(request, task_id)
-    if task is None:
-        return error(404, "not_found", "task not found")
-    try:
+    def patch(task) -> HttpResponse:
         text = handoffs.task_patch(task=task, config=agent_config())
-    except handoffs.HandoffRefused as exc:
-        return _refused(exc)
-    except GitError as exc:
-        return error(409, "git_failed", str(exc))
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-    name = f"task-{task.pk}.patch"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    return response
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="task-{task.pk}.patch"'
+        return response
+
+    return _answer(request, task_id, patch)

@@ -113,21 +113,12 @@ def _unpack_zip(archive: Path, dest: Path, limits) -> None:
         _check_counts(len(infos), sum(i.file_size for i in infos), limits)
         budget = [limits.upload_max_unpacked_mb * 1024 * 1024]
         for info in infos:
-            path = _member_path(info.filename)
             kind = stat.S_IFMT(info.external_attr >> 16)
-            if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
-                raise _refuse(
-                    f"the archive holds a link or special file ({info.filename!r}); only files "
-                    "and directories are accepted",
-                    "unsafe_archive",
-                )
-            target = dest.joinpath(*path.parts)
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as source:
-                _copy_capped(source, target, budget)
+            plain = not kind or kind in (stat.S_IFREG, stat.S_IFDIR)
+            target = _member_target(info.filename, dest, plain=plain, directory=info.is_dir())
+            if target is not None:
+                with zf.open(info) as source:
+                    _copy_capped(source, target, budget)
 
 
 def _unpack_tar(archive: Path, dest: Path, limits) -> None:
@@ -136,23 +127,33 @@ def _unpack_tar(archive: Path, dest: Path, limits) -> None:
         _check_counts(len(members), sum(m.size for m in members if m.isfile()), limits)
         budget = [limits.upload_max_unpacked_mb * 1024 * 1024]
         for member in members:
-            path = _member_path(member.name)
-            if not (member.isfile() or member.isdir()):
-                raise _refuse(
-                    f"the archive holds a link or special file ({member.name!r}); only files "
-                    "and directories are accepted",
-                    "unsafe_archive",
-                )
-            target = dest.joinpath(*path.parts)
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
+            plain = member.isfile() or member.isdir()
+            target = _member_target(member.name, dest, plain=plain, directory=member.isdir())
+            if target is None:
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
             source = tf.extractfile(member)
             if source is None:
                 continue
             with source:
                 _copy_capped(source, target, budget)
+
+
+def _member_target(name: str, dest: Path, *, plain: bool, directory: bool) -> Path | None:
+    """Where an archive member goes under `dest`: a directory is made there (None), a file's
+    parent directories are made (its path); a link or special file (not `plain`) is refused."""
+    path = _member_path(name)
+    if not plain:
+        raise _refuse(
+            f"the archive holds a link or special file ({name!r}); only files and directories "
+            "are accepted",
+            "unsafe_archive",
+        )
+    target = dest.joinpath(*path.parts)
+    if directory:
+        target.mkdir(parents=True, exist_ok=True)
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return target
 
 
 def _check_counts(count: int, declared: int, limits) -> None:
