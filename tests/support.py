@@ -48,6 +48,21 @@ def wait_for_port(port: int, *, timeout: float = 30.0, process: subprocess.Popen
     raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout} s")
 
 
+def python_probe(code: str, env: dict[str, str]) -> str:
+    """Run `code` in a fresh interpreter at the project's root with exactly `env`, as a new
+    process (a command, a worker, Daphne) would start; its stdout. A failure shows its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 @dataclass
 class Server:
     url: str

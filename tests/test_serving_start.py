@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import python_probe
 
 PROBE = textwrap.dedent(
     """
@@ -64,16 +62,7 @@ def _probe(tmp_path: Path, **env: str) -> dict:
         AGENTKIT_CONFIG=str(config),
         **env,
     )
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(python_probe(PROBE, run_env).strip().splitlines()[-1])
 
 
 def test_the_first_model_request_imports_nothing_on_the_serving_loop(tmp_path):

@@ -4,10 +4,7 @@ command's start) is imported only where MCP servers are used, not by every proce
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.support import ROOT, server_env
+from tests.support import python_probe, server_env
 
 PROBE = """
 import sys
@@ -24,13 +21,5 @@ print(sorted(m for m in sys.modules if m == "mcp" or m.startswith("mcp.")))
 
 def test_a_process_without_mcp_servers_does_not_import_the_mcp_sdk(tmp_path):
     env = server_env(tmp_path, DJANGO_SETTINGS_MODULE="agentkit_site.settings")
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
+    out = python_probe(PROBE, env)
+    assert out.strip().splitlines()[-1] == "[]", out[-2000:]
