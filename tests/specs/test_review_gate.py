@@ -34,6 +34,13 @@ def reply(user, review_id, decision, feedback=""):
     )
 
 
+def review_request(task_id):
+    def spec_review_request_stored():
+        return next((e.data for e in events(task_id) if e.type == "spec_review_request"), None)
+
+    return spec_review_request_stored
+
+
 def resolved(task_id):
     return [e.data for e in events(task_id) if e.type == "spec_review_resolved"]
 
@@ -48,9 +55,8 @@ async def test_plan_task_waits_for_review_and_a_confirm_executes_the_spec(worksp
     assert review.review_id == f"{review.spec_id}:spec_review"
     row = await sync_to_async(task_row)(task.pk)
     assert row.status == "awaiting_review" and not running.done()  # suspended on the gate
-    request = next(
-        e.data for e in await sync_to_async(events)(task.pk) if e.type == "spec_review_request"
-    )
+    # the run writes the request's event right after it opened the review: wait for it too
+    request = await wait_until(review_request(task.pk))
     assert request["spec_review_id"] == review.review_id and request["revision"] == 1
     assert [p["id"] for p in request["spec"]["phases"]] == ["draft", "check"]
     assert request["spec"]["phases"][1]["depends_on"] == ["draft"]
