@@ -49,11 +49,8 @@ async def execute(
         # they run). Let the start finish, kill the whole tree, then end cancelled.
         with contextlib.suppress(Exception):
             transport, capture = await spawn
-            await stop(transport, capture, cgroup, launcher=launcher)
-            killpg(transport.get_pid())
-            transport.close()
+            await end(transport, capture, cgroup, launcher=launcher)
         raise
-    pid = transport.get_pid()
     timed_out = False
     try:
         try:
@@ -62,12 +59,7 @@ async def execute(
             timed_out = True
             await stop(transport, capture, cgroup, launcher=launcher)
     finally:
-        if transport.get_returncode() is None:  # cancelled: never leave the tree running
-            await stop(transport, capture, cgroup, launcher=launcher)
-        killpg(pid)  # stragglers left in the group (matters for the unconfined mode)
-        # A process outside the group may still hold the pipes; do not wait for it.
-        await asyncio.wait([capture.closed], timeout=1.0)
-        transport.close()
+        await end(transport, capture, cgroup, launcher=launcher)
     duration = time.monotonic() - started
     code = transport.get_returncode()
     code = -signal.SIGKILL if code is None else code
@@ -80,6 +72,22 @@ async def execute(
         backend=label,
         truncated=capture.out.truncated or capture.err.truncated,
     )
+
+
+async def end(
+    transport: asyncio.SubprocessTransport,
+    capture: Capture,
+    cgroup: CommandCgroup | None,
+    *,
+    launcher: bool,
+) -> None:
+    """However the run ended (exited, timed out, cancelled): never leave the tree running."""
+    if transport.get_returncode() is None:  # cancelled
+        await stop(transport, capture, cgroup, launcher=launcher)
+    killpg(transport.get_pid())  # stragglers left in the group (matters for the unconfined mode)
+    # A process outside the group may still hold the pipes; do not wait for it.
+    await asyncio.wait([capture.closed], timeout=1.0)
+    transport.close()
 
 
 async def stop(
